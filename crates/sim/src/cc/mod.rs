@@ -1,0 +1,370 @@
+//! Congestion control: the trait every algorithm implements, shaped like Linux's
+//! `struct tcp_congestion_ops`, and the socket state algorithms may read and
+//! write (`TcpSock`, the part of Linux's `struct tcp_sock` that congestion
+//! control touches). The socket owns cwnd, ssthresh and the RTT state; an
+//! algorithm owns only its own variables. Helpers that Linux exports to modules
+//! (`tcp_slow_start`, `tcp_cong_avoid_ai`, `tcp_is_cwnd_limited`, the Reno
+//! functions) are methods of `TcpSock`. One algorithm lives in one file.
+
+pub mod cubic;
+pub mod reno;
+pub mod registry;
+
+use crate::tcp::rtt::MinMax;
+use crate::units::Time;
+
+pub use registry::{cca_catalogue, make_cca, CcaInfo, CcaParam, ParamValue};
+
+/// Linux TCP_INFINITE_SSTHRESH.
+pub const INFINITE_SSTHRESH: u32 = 0x7fff_ffff;
+
+/// Linux's congestion-avoidance states (`enum tcp_ca_state`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum CaState {
+    Open = 0,
+    Disorder = 1,
+    Cwr = 2,
+    Recovery = 3,
+    Loss = 4,
+}
+
+/// Events reported through `cwnd_event` (Linux `enum tcp_ca_event`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CaEvent {
+    /// First transmission when no packet is in flight.
+    TxStart,
+    /// Congestion window restart after idle.
+    CwndRestart,
+    /// End of a CWR or Recovery episode.
+    CompleteCwr,
+    /// Retransmission timeout.
+    Loss,
+    /// ECN: an ACK without ECE after ones with it.
+    EcnNoCe,
+    /// ECN: an ACK with ECE.
+    EcnIsCe,
+}
+
+/// `in_ack_event` flags (Linux `CA_ACK_*`).
+pub const CA_ACK_SLOWPATH: u32 = 1 << 0;
+pub const CA_ACK_WIN_UPDATE: u32 = 1 << 1;
+pub const CA_ACK_ECE: u32 = 1 << 2;
+
+/// What `pkts_acked` receives (Linux `struct ack_sample`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct AckSample {
+    /// Packets cumulatively acknowledged by this ACK.
+    pub pkts_acked: u32,
+    /// RTT of the most recently sent (S)ACKed packet, in us; negative if none.
+    pub rtt_us: i64,
+    /// Packets in flight when the acknowledged packet was sent.
+    pub in_flight: u32,
+}
+
+/// A delivery-rate sample (Linux `struct rate_sample`, `tcp_rate.c`).
+#[derive(Clone, Copy, Debug)]
+pub struct RateSample {
+    /// `delivered_mstamp` when the sampled packet was sent (us; 0 = no sample).
+    pub prior_mstamp: u64,
+    /// `delivered` when the sampled packet was sent.
+    pub prior_delivered: u32,
+    /// Packets delivered over the interval; negative if the sample is invalid.
+    pub delivered: i64,
+    /// Interval of the sample in us; negative if invalid.
+    pub interval_us: i64,
+    pub snd_interval_us: i64,
+    pub rcv_interval_us: i64,
+    /// RTT of the last (S)ACKed packet, us; negative if none.
+    pub rtt_us: i64,
+    /// Packets newly marked lost on this ACK.
+    pub losses: u32,
+    /// Packets newly (S)ACKed on this ACK.
+    pub acked_sacked: u32,
+    /// In-flight packets before this ACK.
+    pub prior_in_flight: u32,
+    pub is_app_limited: bool,
+    pub is_retrans: bool,
+    pub is_ack_delayed: bool,
+    /// End sequence of the sampled packet (tie-breaker, Linux `last_end_seq`).
+    pub last_end_seq: u32,
+    /// Send time (us) of the sampled packet's first-sent-in-flight packet.
+    pub(crate) first_tx_at_send: u64,
+}
+
+impl Default for RateSample {
+    fn default() -> Self {
+        RateSample {
+            prior_mstamp: 0,
+            prior_delivered: 0,
+            delivered: -1,
+            interval_us: -1,
+            snd_interval_us: -1,
+            rcv_interval_us: -1,
+            rtt_us: -1,
+            losses: 0,
+            acked_sacked: 0,
+            prior_in_flight: 0,
+            is_app_limited: false,
+            is_retrans: false,
+            is_ack_delayed: false,
+            last_end_seq: 0,
+            first_tx_at_send: 0,
+        }
+    }
+}
+
+/// Whether the sender paces its packets (Linux `sk_pacing_status`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PacingStatus {
+    /// No pacing: ACK-clocked bursts (Linux without the fq qdisc).
+    None,
+    /// Pacing requested by the algorithm (BBR) or the scenario (fq).
+    Needed,
+}
+
+/// The socket state visible to congestion control. Windows are in packets,
+/// sequence numbers in segments, times in microseconds or jiffies as in Linux.
+#[derive(Clone, Debug)]
+pub struct TcpSock {
+    /// Simulated time of the event being processed.
+    pub now: Time,
+    /// `tcp_mstamp`: now in microseconds.
+    pub mstamp_us: u64,
+    /// `tcp_jiffies32`.
+    pub jiffies: u32,
+    /// Kernel tick rate.
+    pub hz: u32,
+    /// Maximum segment size in bytes.
+    pub mss: u32,
+
+    pub cwnd: u32,
+    pub ssthresh: u32,
+    /// Linear-increase counter (`snd_cwnd_cnt`).
+    pub cwnd_cnt: u32,
+    pub cwnd_clamp: u32,
+    /// cwnd before the last reduction (for undo).
+    pub prior_cwnd: u32,
+    /// Jiffies of the last cwnd change by the stack (`snd_cwnd_stamp`).
+    pub cwnd_stamp: u32,
+
+    pub snd_una: u32,
+    pub snd_nxt: u32,
+    pub packets_out: u32,
+    pub sacked_out: u32,
+    pub lost_out: u32,
+    pub retrans_out: u32,
+    /// Total packets delivered (ACKed or SACKed), Linux `tp->delivered`.
+    pub delivered: u32,
+    /// Time (us) `delivered` last changed.
+    pub delivered_mstamp: u64,
+    /// Total packets marked lost, Linux `tp->lost`.
+    pub lost: u32,
+    /// Reordering degree in packets (Linux `tp->reordering`, default 3).
+    pub reordering: u32,
+
+    /// Smoothed RTT in us x 8 (0 before the first sample).
+    pub srtt_us8: u32,
+    /// Windowed min RTT (us) over `tcp_min_rtt_wlen` (300 s).
+    pub rtt_min: MinMax,
+
+    pub ca_state: CaState,
+    pub is_cwnd_limited: bool,
+    pub max_packets_out: u32,
+    pub cwnd_usage_seq: u32,
+
+    /// Pacing rate in bytes per second (Linux `sk_pacing_rate`).
+    pub pacing_rate: u64,
+    /// Upper bound for `pacing_rate` (`sk_max_pacing_rate`).
+    pub max_pacing_rate: u64,
+    pub pacing_status: PacingStatus,
+    /// Linux `sk_pacing_shift` (10: about 1 ms of data per TSO burst).
+    pub pacing_shift: u32,
+
+    /// Non-zero when the sender is application limited (Linux `tp->app_limited`).
+    pub app_limited: u32,
+    /// Jiffies of the last data transmission (`lsndtime`).
+    pub lsndtime: u32,
+
+    /// Latest non-app-limited (or best app-limited) rate sample, for `tcp_info`.
+    pub rate_delivered: u32,
+    pub rate_interval_us: u32,
+    pub rate_app_limited: bool,
+}
+
+impl TcpSock {
+    pub fn new(mss: u32, hz: u32, initial_cwnd: u32) -> TcpSock {
+        TcpSock {
+            now: Time::ZERO,
+            mstamp_us: 0,
+            jiffies: 0,
+            hz,
+            mss,
+            cwnd: initial_cwnd,
+            ssthresh: INFINITE_SSTHRESH,
+            cwnd_cnt: 0,
+            cwnd_clamp: u32::MAX,
+            prior_cwnd: 0,
+            cwnd_stamp: 0,
+            snd_una: 0,
+            snd_nxt: 0,
+            packets_out: 0,
+            sacked_out: 0,
+            lost_out: 0,
+            retrans_out: 0,
+            delivered: 0,
+            delivered_mstamp: 0,
+            lost: 0,
+            reordering: 3,
+            srtt_us8: 0,
+            rtt_min: MinMax::new_min(0, u32::MAX),
+            ca_state: CaState::Open,
+            is_cwnd_limited: false,
+            max_packets_out: 0,
+            cwnd_usage_seq: 0,
+            pacing_rate: 0,
+            max_pacing_rate: u64::MAX,
+            pacing_status: PacingStatus::None,
+            pacing_shift: 10,
+            app_limited: 0,
+            lsndtime: 0,
+            rate_delivered: 0,
+            rate_interval_us: 0,
+            rate_app_limited: false,
+        }
+    }
+
+    /// Linux `tcp_in_slow_start`.
+    pub fn in_slow_start(&self) -> bool {
+        self.cwnd < self.ssthresh
+    }
+
+    /// Linux `tcp_packets_in_flight`.
+    pub fn packets_in_flight(&self) -> u32 {
+        self.packets_out - (self.sacked_out + self.lost_out) + self.retrans_out
+    }
+
+    /// Linux `tcp_is_cwnd_limited`.
+    pub fn is_cwnd_limited(&self) -> bool {
+        if self.is_cwnd_limited {
+            return true;
+        }
+        if self.in_slow_start() {
+            return self.cwnd < 2 * self.max_packets_out;
+        }
+        false
+    }
+
+    /// Linux `tcp_slow_start`: grows cwnd by `acked` up to ssthresh and returns
+    /// the acked packets left over for congestion avoidance.
+    pub fn slow_start(&mut self, acked: u32) -> u32 {
+        let cwnd = self.cwnd.saturating_add(acked).min(self.ssthresh);
+        let left = acked - (cwnd - self.cwnd);
+        self.cwnd = cwnd.min(self.cwnd_clamp);
+        left
+    }
+
+    /// Linux `tcp_cong_avoid_ai`: +1 packet per `w` packets acked, with carry.
+    pub fn cong_avoid_ai(&mut self, w: u32, acked: u32) {
+        let w = w.max(1);
+        if self.cwnd_cnt >= w {
+            self.cwnd_cnt = 0;
+            self.cwnd += 1;
+        }
+        self.cwnd_cnt += acked;
+        if self.cwnd_cnt >= w {
+            let delta = self.cwnd_cnt / w;
+            self.cwnd_cnt -= delta * w;
+            self.cwnd += delta;
+        }
+        self.cwnd = self.cwnd.min(self.cwnd_clamp);
+    }
+
+    /// Linux `tcp_reno_cong_avoid`.
+    pub fn reno_cong_avoid(&mut self, acked: u32) {
+        if !self.is_cwnd_limited() {
+            return;
+        }
+        let mut acked = acked;
+        if self.in_slow_start() {
+            acked = self.slow_start(acked);
+            if acked == 0 {
+                return;
+            }
+        }
+        self.cong_avoid_ai(self.cwnd, acked);
+    }
+
+    /// Linux `tcp_reno_ssthresh`.
+    pub fn reno_ssthresh(&self) -> u32 {
+        (self.cwnd >> 1).max(2)
+    }
+
+    /// Linux `tcp_reno_undo_cwnd`.
+    pub fn reno_undo_cwnd(&self) -> u32 {
+        self.cwnd.max(self.prior_cwnd)
+    }
+
+    /// Smoothed RTT in microseconds (0 before the first sample).
+    pub fn srtt_us(&self) -> u32 {
+        self.srtt_us8 >> 3
+    }
+
+    /// Linux `tcp_min_rtt` (u32::MAX before the first sample).
+    pub fn min_rtt_us(&self) -> u32 {
+        self.rtt_min.get()
+    }
+}
+
+/// Linux's `struct tcp_congestion_ops`. `ssthresh`, `undo_cwnd` and one of
+/// `cong_avoid` / `cong_control` are what an algorithm must provide; the other
+/// hooks default to doing nothing.
+pub trait CongestionControl: Send {
+    /// The algorithm's name as `ccarena list ccas` shows it.
+    fn name(&self) -> &str;
+
+    /// Called once when the connection is established.
+    fn init(&mut self, _tp: &mut TcpSock) {}
+
+    /// The slow-start threshold after a loss; called on entering Recovery, CWR
+    /// and Loss, before cwnd is reduced.
+    fn ssthresh(&mut self, tp: &mut TcpSock) -> u32;
+
+    /// Grows cwnd on an ACK that delivered `acked` packets (`ack` is the new
+    /// cumulative ACK). Not called during CWR/Recovery, where PRR sets cwnd.
+    fn cong_avoid(&mut self, tp: &mut TcpSock, ack: u32, acked: u32);
+
+    /// True if the algorithm controls cwnd and pacing itself on every ACK
+    /// (`cong_control`, like BBR); the stack then skips PRR and `cong_avoid`.
+    fn has_cong_control(&self) -> bool {
+        false
+    }
+
+    /// Called on every ACK with the rate sample, if `has_cong_control`.
+    fn cong_control(&mut self, _tp: &mut TcpSock, _rs: &RateSample) {}
+
+    /// The cwnd to restore when a reduction turns out to have been spurious.
+    fn undo_cwnd(&mut self, tp: &mut TcpSock) -> u32 {
+        tp.reno_undo_cwnd()
+    }
+
+    /// Called before the congestion-avoidance state changes.
+    fn set_state(&mut self, _tp: &mut TcpSock, _new_state: CaState) {}
+
+    fn cwnd_event(&mut self, _tp: &mut TcpSock, _ev: CaEvent) {}
+
+    fn in_ack_event(&mut self, _tp: &mut TcpSock, _flags: u32) {}
+
+    /// Called for every ACK after the retransmission queue has been cleaned.
+    fn pkts_acked(&mut self, _tp: &mut TcpSock, _sample: &AckSample) {}
+
+    /// True if the algorithm needs the sender to pace (Linux sets
+    /// `sk_pacing_status = SK_PACING_NEEDED` for BBR).
+    fn wants_pacing(&self) -> bool {
+        false
+    }
+
+    /// Variables worth recording in the time series, as (name, value) pairs.
+    fn debug_vars(&self) -> Vec<(&'static str, f64)> {
+        Vec::new()
+    }
+}

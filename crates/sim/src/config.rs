@@ -1,0 +1,142 @@
+//! The engine's input: a fully resolved scenario in engine units (nanoseconds,
+//! bits per second, bytes), one entry per flow. Parsing human units, defaults
+//! and friendly error messages belong to the layer above; this module only
+//! re-checks what the engine relies on, so that a bad value can never panic.
+
+use crate::cc::ParamValue;
+use crate::net::loss::LossSpec;
+use crate::net::queue::QueueLimit;
+use crate::tcp::TcpConfig;
+use crate::units::{Dur, Rate, Time};
+
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NetworkConfig {
+    /// Rate of the shared bottleneck link.
+    pub bottleneck_rate: Rate,
+    /// Size limit of the bottleneck queue.
+    pub buffer: QueueLimit,
+    /// Random loss of packets arriving at the bottleneck (forward direction).
+    #[serde(default = "LossSpec::none")]
+    pub loss: LossSpec,
+    /// Rate of every host's access link (default: 10 x the bottleneck).
+    #[serde(default)]
+    pub access_rate: Option<Rate>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlowConfig {
+    pub cca: String,
+    #[serde(default)]
+    pub cca_params: BTreeMap<String, ParamValue>,
+    /// Two-way propagation delay of the flow's path.
+    pub rtt: Dur,
+    /// When the connection opens (SYN).
+    #[serde(default)]
+    pub start: Time,
+    /// When the application stops writing (default: never).
+    #[serde(default)]
+    pub stop: Option<Time>,
+    /// Bytes to transfer (default: unlimited, a bulk flow).
+    #[serde(default)]
+    pub size: Option<u64>,
+    #[serde(default)]
+    pub tcp: TcpConfig,
+    /// A label for reports (e.g. the flow group's name).
+    #[serde(default)]
+    pub label: String,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunConfig {
+    pub duration: Dur,
+    #[serde(default)]
+    pub warmup: Dur,
+    #[serde(default)]
+    pub seed: u64,
+    #[serde(default = "default_sample_interval")]
+    pub sample_interval: Dur,
+}
+
+fn default_sample_interval() -> Dur {
+    Dur::from_ms(100)
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SimConfig {
+    pub network: NetworkConfig,
+    pub flows: Vec<FlowConfig>,
+    pub run: RunConfig,
+}
+
+/// Sequence numbers are 32-bit segment counts; a flow must not wrap them (the
+/// top of the range is kept free for sentinels).
+const MAX_SEGMENTS: u128 = (u32::MAX - (1 << 24)) as u128;
+
+impl SimConfig {
+    /// Checks everything the engine assumes. Errors name the field.
+    pub fn validate(&self) -> Result<(), String> {
+        let n = &self.network;
+        if n.bottleneck_rate.0 == 0 {
+            return Err("network.bottleneck_rate: must be positive".into());
+        }
+        match n.buffer {
+            QueueLimit::Bytes(0) | QueueLimit::Packets(0) => {
+                return Err("network.buffer: must hold at least one packet".into());
+            }
+            _ => {}
+        }
+        n.loss.validate("network.loss")?;
+        if let Some(a) = n.access_rate {
+            if a.0 == 0 {
+                return Err("network.access_rate: must be positive".into());
+            }
+        }
+        if self.flows.is_empty() {
+            return Err("flows: at least one flow is required".into());
+        }
+        let r = &self.run;
+        if r.duration.0 == 0 {
+            return Err("run.duration: must be positive".into());
+        }
+        if r.warmup >= r.duration {
+            return Err("run.warmup: must be shorter than run.duration".into());
+        }
+        if r.sample_interval.0 == 0 {
+            return Err("run.sample_interval: must be positive".into());
+        }
+        // New data cannot run ahead of delivery by more than a window, and delivery
+        // is bounded by the bottleneck.
+        let max_rate = n.bottleneck_rate.0 as u128;
+        for (i, f) in self.flows.iter().enumerate() {
+            f.tcp.validate().map_err(|e| format!("flows[{i}].{e}"))?;
+            crate::cc::make_cca(&f.cca, &f.cca_params).map_err(|e| format!("flows[{i}].{e}"))?;
+            if f.rtt.0 == 0 {
+                return Err(format!("flows[{i}].rtt: must be positive"));
+            }
+            if let Some(stop) = f.stop {
+                if stop <= f.start {
+                    return Err(format!("flows[{i}].stop: must be after start"));
+                }
+            }
+            if f.size == Some(0) {
+                return Err(format!("flows[{i}].size: must be positive"));
+            }
+            let window = (f.tcp.sndbuf.min(f.tcp.rcvbuf) / f.tcp.mss as u64) as u128;
+            let segs = max_rate * r.duration.0 as u128 / 8 / 1_000_000_000 / f.tcp.mss as u128 + window;
+            if segs > MAX_SEGMENTS {
+                return Err(format!(
+                    "flows[{i}]: the run could send {segs} segments, more than the engine's 32-bit sequence space allows ({MAX_SEGMENTS}); shorten run.duration"
+                ));
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,180 @@
+//! A bottleneck link: a queue discipline in front of a transmitter of a given
+//! rate, with optional i.i.d. random loss applied to arriving packets (the way
+//! `netem loss` drops at enqueue). The transmitter is event driven: one event per
+//! packet when its transmission completes, which is what lets the rate change
+//! mid-run and AQMs act at dequeue.
+
+use super::queue::{Enqueued, QueueDisc};
+use crate::packet::Packet;
+use super::loss::{LossProcess, LossSpec};
+use crate::rng::Rng;
+use crate::units::{Rate, Time};
+
+/// Counters of one link, per flow where it matters.
+#[derive(Clone, Debug, Default)]
+pub struct LinkStats {
+    pub arrivals: u64,
+    pub departures: u64,
+    pub bytes_out: u64,
+    pub drops_queue: u64,
+    pub drops_random: u64,
+    pub drops_aqm: u64,
+    /// Per-flow drops (queue + AQM + random), indexed by flow.
+    pub flow_drops: Vec<u64>,
+    /// Per-flow random (non-congestion) drops.
+    pub flow_random_drops: Vec<u64>,
+}
+
+impl LinkStats {
+    fn count_drop(&mut self, flow: u32, random: bool) {
+        let f = flow as usize;
+        if self.flow_drops.len() <= f {
+            self.flow_drops.resize(f + 1, 0);
+            self.flow_random_drops.resize(f + 1, 0);
+        }
+        self.flow_drops[f] += 1;
+        if random {
+            self.flow_random_drops[f] += 1;
+        }
+    }
+}
+
+pub struct Link {
+    rate: Rate,
+    qdisc: Box<dyn QueueDisc>,
+    in_service: Option<Packet>,
+    loss: LossProcess,
+    pub stats: LinkStats,
+    scratch_drops: Vec<Packet>,
+}
+
+impl Link {
+    pub fn new(rate: Rate, qdisc: Box<dyn QueueDisc>, loss: &LossSpec, loss_rng: Rng) -> Link {
+        Link {
+            rate,
+            qdisc,
+            in_service: None,
+            loss: LossProcess::new(loss, loss_rng),
+            stats: LinkStats::default(),
+            scratch_drops: Vec::new(),
+        }
+    }
+
+    pub fn rate(&self) -> Rate {
+        self.rate
+    }
+
+    /// A new rate applies from the next packet that starts transmission.
+    pub fn set_rate(&mut self, rate: Rate) {
+        self.rate = rate;
+    }
+
+    /// Replaces the loss process (a path change); `rng` continues the stream.
+    pub fn set_loss(&mut self, spec: &LossSpec, rng: Rng) {
+        self.loss = LossProcess::new(spec, rng);
+    }
+
+    /// A packet arrives. Returns the completion time to schedule when the
+    /// transmitter was idle and starts on it; `Err` carries a dropped packet.
+    pub fn arrive(&mut self, now: Time, pkt: Packet) -> Result<Option<Time>, Packet> {
+        self.stats.arrivals += 1;
+        if self.loss.lose(now.0) {
+            self.stats.drops_random += 1;
+            self.stats.count_drop(pkt.flow, true);
+            return Err(pkt);
+        }
+        if self.in_service.is_none() && self.qdisc.backlog_packets() == 0 {
+            // Idle: the packet passes the (empty) queue straight to the wire. It
+            // still goes through the discipline so AQMs see it.
+            if let Enqueued::Dropped(p) = self.qdisc.enqueue(now, pkt) {
+                self.stats.drops_queue += 1;
+                self.stats.count_drop(p.flow, false);
+                return Err(p);
+            }
+            return Ok(self.start_next(now));
+        }
+        match self.qdisc.enqueue(now, pkt) {
+            Enqueued::Accepted => Ok(None),
+            Enqueued::Dropped(p) => {
+                self.stats.drops_queue += 1;
+                self.stats.count_drop(p.flow, false);
+                Err(p)
+            }
+        }
+    }
+
+    fn start_next(&mut self, now: Time) -> Option<Time> {
+        debug_assert!(self.in_service.is_none());
+        self.scratch_drops.clear();
+        let next = self.qdisc.dequeue(now, &mut self.scratch_drops);
+        for i in 0..self.scratch_drops.len() {
+            let f = self.scratch_drops[i].flow;
+            self.stats.drops_aqm += 1;
+            self.stats.count_drop(f, false);
+        }
+        let pkt = next?;
+        let done = now + self.rate.tx_time(pkt.wire_bytes as u64);
+        self.in_service = Some(pkt);
+        Some(done)
+    }
+
+    /// The packet in service has been transmitted. Returns it, and the completion
+    /// time of the next packet if one starts. Dropped packets of the discipline
+    /// are discarded (and counted).
+    pub fn complete(&mut self, now: Time) -> (Packet, Option<Time>) {
+        let pkt = self.in_service.take().expect("completion without a packet in service");
+        self.stats.departures += 1;
+        self.stats.bytes_out += pkt.wire_bytes as u64;
+        let next = self.start_next(now);
+        (pkt, next)
+    }
+
+    pub fn backlog_packets(&self) -> u32 {
+        self.qdisc.backlog_packets()
+    }
+
+    pub fn backlog_bytes(&self) -> u64 {
+        self.qdisc.backlog_bytes()
+    }
+
+    /// Every packet still held by the link (waiting or in service).
+    pub fn held_packets(&self) -> Vec<Packet> {
+        let mut v = self.qdisc.waiting();
+        if let Some(p) = self.in_service {
+            v.push(p);
+        }
+        v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::net::queue::{DropTail, QueueLimit};
+    use crate::packet::DataSegment;
+
+    fn seg(seq: u32) -> Packet {
+        Packet::data(0, DataSegment { seq, payload: 1448, tsval: 0, retransmission: false, ce: false, ect: false, cwr: false })
+    }
+
+    #[test]
+    fn transmits_back_to_back_and_drops_tail() {
+        let mut l = Link::new(
+            Rate::from_mbps(400),
+            Box::new(DropTail::new(QueueLimit::Packets(1))),
+            &LossSpec::none(),
+            Rng::stream(1, "loss"),
+        );
+        assert_eq!(l.arrive(Time(0), seg(0)), Ok(Some(Time(30_000))));
+        assert_eq!(l.arrive(Time(1), seg(1)), Ok(None));
+        assert!(l.arrive(Time(2), seg(2)).is_err());
+        let (p, next) = l.complete(Time(30_000));
+        assert_eq!(p, seg(0));
+        assert_eq!(next, Some(Time(60_000)));
+        let (p, next) = l.complete(Time(60_000));
+        assert_eq!(p, seg(1));
+        assert_eq!(next, None);
+        assert_eq!(l.stats.drops_queue, 1);
+        assert_eq!(l.stats.flow_drops, vec![1]);
+    }
+}

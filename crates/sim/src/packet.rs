@@ -1,0 +1,171 @@
+//! Packets as they cross the simulated network. Sequence numbers count whole
+//! segments (every data segment carries one MSS except possibly the last of a
+//! finite transfer), which keeps SACK blocks and scoreboards in packet units as
+//! Linux counts cwnd. Wire sizes follow IPv4 + TCP with the timestamp option:
+//! a full segment of MSS 1448 is 1500 bytes on the wire.
+
+/// IPv4 (20) + TCP (20) + timestamp option (12, padded) header bytes.
+pub const HEADER_BYTES: u32 = 52;
+/// Wire bytes of a pure ACK without SACK blocks.
+pub const ACK_BYTES: u32 = HEADER_BYTES;
+/// Wire bytes of a SYN or SYN-ACK (MSS, SACK-permitted, timestamps, window scale).
+pub const SYN_BYTES: u32 = 60;
+/// At most this many SACK blocks fit beside the timestamp option (Linux: 40 bytes
+/// of options - 12 for timestamps = 28 -> (28 - 4) / 8 = 3), D-SACK included.
+pub const MAX_SACK_BLOCKS: usize = 3;
+
+/// A half-open range of segment numbers [start, end).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SeqRange {
+    pub start: u32,
+    pub end: u32,
+}
+
+impl SeqRange {
+    pub fn new(start: u32, end: u32) -> Self {
+        SeqRange { start, end }
+    }
+    pub fn len(&self) -> u32 {
+        self.end - self.start
+    }
+    pub fn is_empty(&self) -> bool {
+        self.end <= self.start
+    }
+}
+
+/// The SACK option of an ACK; when `dsack` is set the first block is a D-SACK
+/// (RFC 2883) reporting a duplicate segment.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SackBlocks {
+    pub n: u8,
+    pub dsack: bool,
+    pub blocks: [SeqRange; MAX_SACK_BLOCKS],
+}
+
+impl SackBlocks {
+    pub fn as_slice(&self) -> &[SeqRange] {
+        &self.blocks[..self.n as usize]
+    }
+    pub fn push(&mut self, r: SeqRange) -> bool {
+        if (self.n as usize) < MAX_SACK_BLOCKS {
+            self.blocks[self.n as usize] = r;
+            self.n += 1;
+            true
+        } else {
+            false
+        }
+    }
+    /// Option bytes on the wire: 2 + 8 per block, padded to 4.
+    pub fn wire_bytes(&self) -> u32 {
+        if self.n == 0 {
+            0
+        } else {
+            (2 + 8 * self.n as u32).div_ceil(4) * 4
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DataSegment {
+    pub seq: u32,
+    /// Payload bytes (MSS except for the tail of a finite transfer).
+    pub payload: u32,
+    /// Sender's timestamp clock (milliseconds) at transmission.
+    pub tsval: u32,
+    /// True for a retransmission (statistics only; receivers cannot see it).
+    pub retransmission: bool,
+    /// ECN Congestion Experienced mark set by a queue on the path.
+    pub ce: bool,
+    /// ECN-capable transport.
+    pub ect: bool,
+    /// Congestion Window Reduced (the sender reacted to ECE).
+    pub cwr: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AckSegment {
+    /// Cumulative acknowledgement: the next segment the receiver expects.
+    pub ack: u32,
+    /// Right edge of the receive window, in segments.
+    pub wnd_end: u32,
+    /// Echoed timestamp (TS.Recent).
+    pub tsecr: u32,
+    pub sack: SackBlocks,
+    /// ECN-Echo.
+    pub ece: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Payload {
+    Data(DataSegment),
+    Ack(AckSegment),
+    Syn { tsval: u32 },
+    SynAck { tsecr: u32 },
+    /// An unresponsive datagram (UDP source); `seq` numbers them for accounting.
+    Datagram { seq: u32 },
+}
+
+/// A packet in flight. Small and `Copy`: the engine moves packets by value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Packet {
+    /// Index of the flow (or traffic source endpoint) it belongs to.
+    pub flow: u32,
+    /// Bytes on the wire (IP packet size).
+    pub wire_bytes: u32,
+    /// True if the packet travels from the data receiver back to the sender.
+    pub reverse: bool,
+    /// Position along the packet's route (index of the hop it is in).
+    pub hop: u8,
+    pub payload: Payload,
+}
+
+impl Packet {
+    pub fn data(flow: u32, seg: DataSegment) -> Packet {
+        Packet {
+            flow,
+            wire_bytes: HEADER_BYTES + seg.payload,
+            reverse: false,
+            hop: 0,
+            payload: Payload::Data(seg),
+        }
+    }
+    pub fn ack(flow: u32, ack: AckSegment) -> Packet {
+        Packet {
+            flow,
+            wire_bytes: ACK_BYTES + ack.sack.wire_bytes(),
+            reverse: true,
+            hop: 0,
+            payload: Payload::Ack(ack),
+        }
+    }
+    pub fn is_data(&self) -> bool {
+        matches!(self.payload, Payload::Data(_))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn full_segment_is_1500_bytes() {
+        let p = Packet::data(
+            0,
+            DataSegment { seq: 0, payload: 1448, tsval: 0, retransmission: false, ce: false, ect: false, cwr: false },
+        );
+        assert_eq!(p.wire_bytes, 1500);
+    }
+
+    #[test]
+    fn sack_option_sizes() {
+        let mut s = SackBlocks::default();
+        assert_eq!(s.wire_bytes(), 0);
+        s.push(SeqRange::new(1, 2));
+        assert_eq!(s.wire_bytes(), 12);
+        s.push(SeqRange::new(3, 4));
+        s.push(SeqRange::new(5, 6));
+        assert_eq!(s.wire_bytes(), 28);
+        assert!(!s.push(SeqRange::new(7, 8)));
+        assert!(std::mem::size_of::<Packet>() <= 64);
+    }
+}

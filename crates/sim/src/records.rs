@@ -1,0 +1,87 @@
+//! What a run records: per-flow counters, columnar time series sampled at a
+//! fixed interval, and the bottleneck's queue series. These are plain data for
+//! the layers above (metrics, store, figures); nothing here is computed from
+//! them.
+
+use serde::Serialize;
+
+/// Counters of one flow over the whole run.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct FlowCounters {
+    /// Data segments transmitted (first transmissions and retransmissions).
+    pub segments_sent: u64,
+    /// Payload bytes transmitted, retransmissions included.
+    pub bytes_sent: u64,
+    /// Segments retransmitted (fast retransmits, RTO retransmits, TLP retransmits).
+    pub retransmissions: u64,
+    /// Retransmission timeouts.
+    pub rtos: u64,
+    /// Tail loss probes sent.
+    pub tlps: u64,
+    /// Entries into fast recovery.
+    pub recoveries: u64,
+    /// Cwnd reductions undone as spurious (DSACK, timestamps, F-RTO).
+    pub undos: u64,
+    /// SYN retransmissions during the handshake.
+    pub syn_retransmissions: u64,
+    /// Payload bytes cumulatively acknowledged at the sender.
+    pub bytes_acked: u64,
+    /// Payload bytes delivered in order to the receiving application.
+    pub bytes_delivered: u64,
+    /// Data segments that arrived at the receiver more than once.
+    pub duplicate_segments: u64,
+    /// Data packets of this flow dropped at a bottleneck (queue, AQM or random loss).
+    pub drops: u64,
+    /// Of `drops`, those from random (non-congestion) loss.
+    pub random_drops: u64,
+    /// ECN CE marks received.
+    pub ce_marks: u64,
+    /// Connection open time (SYN sent), ns; u64::MAX if never started.
+    pub start_ns: u64,
+    /// Time the last byte of a finite transfer was acknowledged, ns (0: not finished).
+    pub completion_ns: u64,
+    /// Bytes delivered at the start of the measurement window.
+    pub delivered_at_window_start: u64,
+    /// Bytes delivered at the end of the measurement window.
+    pub delivered_at_window_end: u64,
+    /// Retransmissions at the start of the measurement window.
+    pub retrans_at_window_start: u64,
+    pub rtos_at_window_start: u64,
+}
+
+/// Time series of one flow, one row per sample instant.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct FlowSeries {
+    pub t_ns: Vec<u64>,
+    pub cwnd: Vec<u32>,
+    pub ssthresh: Vec<u32>,
+    pub in_flight: Vec<u32>,
+    pub srtt_us: Vec<u32>,
+    pub min_rtt_us: Vec<u32>,
+    /// Latest delivery-rate sample, bit/s.
+    pub delivery_rate_bps: Vec<u64>,
+    /// Goodput over the last interval (in-order bytes at the receiver), bit/s.
+    pub throughput_bps: Vec<u64>,
+    /// Cumulative payload bytes delivered to the receiving application.
+    pub delivered_bytes: Vec<u64>,
+    /// Cumulative retransmissions.
+    pub retransmissions: Vec<u64>,
+    /// Linux congestion-avoidance state (0 Open .. 4 Loss).
+    pub ca_state: Vec<u8>,
+    /// Pacing rate, bit/s (0: not pacing).
+    pub pacing_rate_bps: Vec<u64>,
+}
+
+/// Time series of a bottleneck link.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct QueueSeries {
+    pub t_ns: Vec<u64>,
+    pub backlog_packets: Vec<u32>,
+    pub backlog_bytes: Vec<u64>,
+    /// Cumulative drops (all causes).
+    pub drops: Vec<u64>,
+    /// Cumulative bytes transmitted.
+    pub bytes_out: Vec<u64>,
+    /// Link rate at the sample, bit/s.
+    pub rate_bps: Vec<u64>,
+}

@@ -1,0 +1,564 @@
+//! The data receiver of one connection, acknowledging the way Linux does
+//! (`tcp_data_queue`, `tcp_event_data_recv`, `__tcp_ack_snd_check`):
+//!
+//! * an ACK for every second full segment, or when the delayed-ACK timer
+//!   (ATO, 40 ms minimum, adapted to the inter-arrival time) expires;
+//! * quick-ACK mode (every segment) for the first 16 ACKs of a connection and
+//!   after duplicates;
+//! * immediate ACKs with SACK blocks while out-of-order data is held (the
+//!   first three per hole), then SACK compression (up to 44 ACKs, at most
+//!   min(1 ms, RTT/20));
+//! * SACK blocks in Linux's order (the block that changed most recently
+//!   first), D-SACK for duplicates, an immediate ACK when a hole is filled;
+//! * TS.Recent from the segment at the left edge (RFC 7323), echoed in ACKs;
+//! * ECN echo until the sender's CWR.
+
+use super::config::TcpConfig;
+use super::seqset::SeqSet;
+use super::ts_clock;
+use crate::event::TimerKind;
+use crate::packet::{AckSegment, DataSegment, Packet, Payload, SackBlocks, SeqRange, MAX_SACK_BLOCKS, SYN_BYTES};
+use crate::units::{jiffies_at, time_of_jiffy, usecs_to_jiffies, Time, NS_PER_MS, NS_PER_SEC};
+
+/// Linux TCP_MAX_QUICKACKS.
+const MAX_QUICKACKS: u32 = 16;
+/// Linux TCP_NUM_SACKS: SACK blocks remembered by the receiver.
+const NUM_SACKS: usize = 4;
+/// Linux TCP_FASTRETRANS_THRESH: immediate duplicate ACKs per hole.
+const FASTRETRANS_THRESH: u32 = 3;
+/// net.ipv4.tcp_comp_sack_nr.
+const COMP_SACK_NR: u32 = 44;
+/// net.ipv4.tcp_comp_sack_delay_ns (1 ms).
+const COMP_SACK_DELAY_NS: u64 = 1_000_000;
+
+pub struct TcpReceiver {
+    pub flow: u32,
+    mss: u32,
+    hz: u32,
+    delayed_ack: bool,
+    established: bool,
+    synack_sent_at: Time,
+
+    pub rcv_nxt: u32,
+    /// rcv_nxt when the last ACK was sent (Linux `rcv_wup`).
+    rcv_wup: u32,
+    ooo: SeqSet,
+    sacks: [SeqRange; NUM_SACKS],
+    num_sacks: usize,
+    dsack: Option<SeqRange>,
+    ts_recent: u32,
+
+    // Delayed-ACK engine (Linux icsk_ack).
+    quick: u32,
+    /// ATO in jiffies (0: no data received yet).
+    ato: u64,
+    lrcvtime: u32,
+    ack_scheduled: bool,
+    ack_now: bool,
+    delack_timer: Option<Time>,
+    /// Receiver-side RTO in jiffies (bounds the ATO).
+    rto_jiffies: u64,
+    /// Receiver-side smoothed RTT in us, from the handshake.
+    srtt_us: u64,
+
+    // SACK compression.
+    compressed_ack: u32,
+    compressed_ack_rcv_nxt: u32,
+    dup_ack_counter: u32,
+    comp_timer: Option<Time>,
+
+    rcvbuf_segments: u32,
+    wnd_end: u32,
+    demand_cwr: bool,
+
+    /// Total segments of a finite transfer (for the tail segment's size).
+    app_segments: Option<u32>,
+    tail_payload: u32,
+
+    pub bytes_delivered: u64,
+    pub duplicate_segments: u64,
+    pub ce_marks: u64,
+    pub acks_sent: u64,
+}
+
+impl TcpReceiver {
+    pub fn new(flow: u32, cfg: &TcpConfig, total_bytes: Option<u64>) -> TcpReceiver {
+        let (app_segments, tail_payload) = match total_bytes {
+            Some(b) => {
+                let b = b.max(1);
+                let segs = b.div_ceil(cfg.mss as u64) as u32;
+                (Some(segs), (b - (segs as u64 - 1) * cfg.mss as u64) as u32)
+            }
+            None => (None, cfg.mss),
+        };
+        let rcvbuf_segments = (cfg.rcvbuf / cfg.mss as u64).clamp(1, u32::MAX as u64 / 4) as u32;
+        TcpReceiver {
+            flow,
+            mss: cfg.mss,
+            hz: cfg.hz,
+            delayed_ack: cfg.delayed_ack,
+            established: false,
+            synack_sent_at: Time::ZERO,
+            rcv_nxt: 0,
+            rcv_wup: 0,
+            ooo: SeqSet::new(),
+            sacks: [SeqRange::default(); NUM_SACKS],
+            num_sacks: 0,
+            dsack: None,
+            ts_recent: 0,
+            quick: 0,
+            ato: 0,
+            lrcvtime: 0,
+            ack_scheduled: false,
+            ack_now: false,
+            delack_timer: None,
+            rto_jiffies: usecs_to_jiffies(1_000_000, cfg.hz),
+            srtt_us: 0,
+            compressed_ack: 0,
+            compressed_ack_rcv_nxt: 0,
+            dup_ack_counter: 0,
+            comp_timer: None,
+            rcvbuf_segments,
+            wnd_end: rcvbuf_segments,
+            demand_cwr: false,
+            app_segments,
+            tail_payload,
+            bytes_delivered: 0,
+            duplicate_segments: 0,
+            ce_marks: 0,
+            acks_sent: 0,
+        }
+    }
+
+    fn payload(&self, seq: u32) -> u64 {
+        match self.app_segments {
+            Some(n) if seq + 1 == n => self.tail_payload as u64,
+            _ => self.mss as u64,
+        }
+    }
+
+    fn jiffies(&self, now: Time) -> u32 {
+        jiffies_at(now, self.hz)
+    }
+
+    fn jiffies_deadline(&self, now: Time, when: u64) -> Time {
+        let now_j = now.0 as u128 * self.hz as u128 / NS_PER_SEC as u128;
+        time_of_jiffy(now_j as u64 + when.max(1), self.hz)
+    }
+
+    pub fn timer_deadline(&self, kind: TimerKind) -> Option<Time> {
+        match kind {
+            TimerKind::DelAck => self.delack_timer,
+            TimerKind::CompressedAck => self.comp_timer,
+            _ => None,
+        }
+    }
+
+    pub fn on_packet(&mut self, now: Time, pkt: &Packet, out: &mut Vec<Packet>) {
+        match pkt.payload {
+            Payload::Syn { tsval } => {
+                self.ts_recent = tsval;
+                self.synack_sent_at = now;
+                out.push(Packet {
+                    flow: self.flow,
+                    wire_bytes: SYN_BYTES,
+                    reverse: true,
+                    hop: 0,
+                    payload: Payload::SynAck { tsecr: tsval },
+                });
+            }
+            Payload::Data(ref d) => self.on_data(now, d, out),
+            _ => {}
+        }
+    }
+
+    fn on_data(&mut self, now: Time, d: &DataSegment, out: &mut Vec<Packet>) {
+        if !self.established {
+            // The first data segment completes the handshake for the passive side.
+            self.established = true;
+            let rtt_us = now.since(self.synack_sent_at).as_us().max(1);
+            self.srtt_us = rtt_us;
+            self.rto_jiffies = usecs_to_jiffies(rtt_us + (2 * rtt_us).max(200_000), self.hz);
+        }
+        // tcp_ecn_accept_cwr, then tcp_ecn_check_ce.
+        if d.cwr {
+            self.demand_cwr = false;
+            self.ack_now = true;
+        }
+        if d.ce {
+            self.ce_marks += 1;
+            if !self.demand_cwr {
+                self.enter_quickack_mode(2);
+                self.demand_cwr = true;
+            }
+        }
+        // RFC 7323: only the segment at the left edge updates TS.Recent.
+        if d.seq <= self.rcv_wup {
+            self.ts_recent = d.tsval;
+        }
+
+        let seq = d.seq;
+        let mut ofo_possible = false;
+        if seq < self.rcv_nxt {
+            // A retransmission of data already received: D-SACK it, ACK at once.
+            self.duplicate_segments += 1;
+            self.dsack = Some(SeqRange::new(seq, seq + 1));
+            self.enter_quickack_mode(MAX_QUICKACKS);
+            self.ack_scheduled = true;
+        } else if seq == self.rcv_nxt {
+            self.rcv_nxt += 1;
+            self.bytes_delivered += self.payload(seq);
+            self.event_data_recv(now);
+            if !self.ooo.is_empty() {
+                if let Some(r) = self.ooo.pop_front_at(self.rcv_nxt) {
+                    for s in r.start..r.end {
+                        self.bytes_delivered += self.payload(s);
+                    }
+                    self.rcv_nxt = r.end;
+                }
+                // RFC 5681 4.2: ACK immediately when a hole is filled.
+                if self.ooo.is_empty() {
+                    self.ack_now = true;
+                }
+            }
+            if self.num_sacks > 0 {
+                self.sack_remove();
+            }
+            ofo_possible = true;
+        } else {
+            // Out of order.
+            self.ack_scheduled = true;
+            if self.ooo.contains(seq) {
+                self.duplicate_segments += 1;
+                self.dsack = Some(SeqRange::new(seq, seq + 1));
+            } else {
+                self.ooo.insert(SeqRange::new(seq, seq + 1));
+                self.sack_new_ofo(seq, seq + 1);
+            }
+            ofo_possible = true;
+        }
+        let free = self.rcvbuf_segments.saturating_sub(self.ooo.count() as u32);
+        self.wnd_end = self.wnd_end.max(self.rcv_nxt + free);
+        self.ack_snd_check(now, ofo_possible, out);
+    }
+
+    fn enter_quickack_mode(&mut self, max_quickacks: u32) {
+        self.incr_quickack(max_quickacks);
+        self.ato = usecs_to_jiffies(40_000, self.hz);
+    }
+
+    /// Linux `tcp_incr_quickack`.
+    fn incr_quickack(&mut self, max_quickacks: u32) {
+        let rcv_wnd_bytes = 65_535u64;
+        let mut q = (rcv_wnd_bytes / (2 * self.mss as u64)) as u32;
+        if q == 0 {
+            q = 2;
+        }
+        q = q.min(max_quickacks);
+        if q > self.quick {
+            self.quick = q;
+        }
+    }
+
+    /// Linux `tcp_event_data_recv`: schedule an ACK and adapt the ATO.
+    fn event_data_recv(&mut self, now: Time) {
+        self.ack_scheduled = true;
+        let now_j = self.jiffies(now);
+        let ato_min = usecs_to_jiffies(40_000, self.hz);
+        if self.ato == 0 {
+            self.incr_quickack(MAX_QUICKACKS);
+            self.ato = ato_min;
+        } else {
+            let m = now_j.wrapping_sub(self.lrcvtime) as u64;
+            if m <= ato_min / 2 {
+                self.ato = (self.ato >> 1) + ato_min / 2;
+            } else if m < self.ato {
+                self.ato = ((self.ato >> 1) + m).min(self.rto_jiffies);
+            } else if m > self.rto_jiffies {
+                self.incr_quickack(MAX_QUICKACKS);
+            }
+        }
+        self.lrcvtime = now_j;
+    }
+
+    /// Linux `__tcp_ack_snd_check`.
+    fn ack_snd_check(&mut self, now: Time, ofo_possible: bool, out: &mut Vec<Packet>) {
+        if !self.ack_scheduled {
+            return;
+        }
+        let more_than_one_full_segment = self.rcv_nxt.wrapping_sub(self.rcv_wup) >= 2;
+        if !self.delayed_ack || more_than_one_full_segment || self.quick > 0 || self.ack_now {
+            self.send_ack(now, out);
+            return;
+        }
+        if !ofo_possible || self.ooo.is_empty() {
+            self.send_delayed_ack(now, out);
+            return;
+        }
+        if self.compressed_ack >= COMP_SACK_NR {
+            self.send_ack(now, out);
+            return;
+        }
+        if self.compressed_ack_rcv_nxt != self.rcv_nxt {
+            self.compressed_ack_rcv_nxt = self.rcv_nxt;
+            self.dup_ack_counter = 0;
+        }
+        if self.dup_ack_counter < FASTRETRANS_THRESH {
+            self.dup_ack_counter += 1;
+            self.send_ack(now, out);
+            return;
+        }
+        self.compressed_ack += 1;
+        if self.comp_timer.is_some() {
+            return;
+        }
+        let rtt_ns = self.srtt_us * 1000;
+        let delay = COMP_SACK_DELAY_NS.min(rtt_ns / 20);
+        self.comp_timer = Some(Time(now.0 + delay));
+    }
+
+    /// Linux `tcp_send_delayed_ack`.
+    fn send_delayed_ack(&mut self, now: Time, out: &mut Vec<Packet>) {
+        let delack_min = usecs_to_jiffies(40_000, self.hz);
+        let mut ato = self.ato;
+        if ato > delack_min {
+            let mut max_ato = self.hz as u64 / 2;
+            if self.srtt_us > 0 {
+                let rtt = usecs_to_jiffies(self.srtt_us, self.hz).max(delack_min);
+                max_ato = max_ato.min(rtt);
+            }
+            ato = ato.min(max_ato);
+        }
+        // tcp_delack_max: 200 ms (TCP_DELACK_MAX).
+        ato = ato.min(usecs_to_jiffies(200_000, self.hz));
+        let mut deadline = self.jiffies_deadline(now, ato);
+        if let Some(existing) = self.delack_timer {
+            // An earlier timer about to expire: ACK now.
+            let quarter = Time(now.0 + ato * NS_PER_SEC / self.hz as u64 / 4);
+            if existing <= quarter {
+                self.send_ack(now, out);
+                return;
+            }
+            if deadline >= existing {
+                deadline = existing;
+            }
+        }
+        self.delack_timer = Some(deadline);
+    }
+
+    pub fn on_timer(&mut self, now: Time, kind: TimerKind, out: &mut Vec<Packet>) {
+        match kind {
+            TimerKind::DelAck => {
+                let Some(t) = self.delack_timer else { return };
+                if t > now {
+                    return;
+                }
+                self.delack_timer = None;
+                if self.ack_scheduled {
+                    // Delayed ACK missed: inflate the ATO (Linux, not in pingpong mode).
+                    self.ato = (self.ato << 1).min(self.rto_jiffies);
+                    self.send_ack(now, out);
+                }
+            }
+            TimerKind::CompressedAck => {
+                let Some(t) = self.comp_timer else { return };
+                if t > now {
+                    return;
+                }
+                self.comp_timer = None;
+                if self.compressed_ack > 0 {
+                    self.send_ack(now, out);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Linux `tcp_sack_new_ofo_skb`.
+    fn sack_new_ofo(&mut self, start: u32, end: u32) {
+        for i in 0..self.num_sacks {
+            let sp = &mut self.sacks[i];
+            if start <= sp.end && sp.start <= end {
+                sp.start = sp.start.min(start);
+                sp.end = sp.end.max(end);
+                // Rotate the extended block to the front.
+                self.sacks[..=i].rotate_right(1);
+                if self.num_sacks > 1 {
+                    self.sack_maybe_coalesce();
+                }
+                return;
+            }
+        }
+        if self.num_sacks >= NUM_SACKS {
+            self.num_sacks -= 1;
+        }
+        self.sacks[..=self.num_sacks].rotate_right(1);
+        self.sacks[0] = SeqRange::new(start, end);
+        self.num_sacks += 1;
+    }
+
+    /// Linux `tcp_sack_maybe_coalesce`: merge blocks that now touch the first.
+    fn sack_maybe_coalesce(&mut self) {
+        let mut i = 1;
+        while i < self.num_sacks {
+            let (a, b) = (self.sacks[0], self.sacks[i]);
+            if b.start <= a.end && a.start <= b.end {
+                self.sacks[0] = SeqRange::new(a.start.min(b.start), a.end.max(b.end));
+                for j in i..self.num_sacks - 1 {
+                    self.sacks[j] = self.sacks[j + 1];
+                }
+                self.num_sacks -= 1;
+            } else {
+                i += 1;
+            }
+        }
+    }
+
+    /// Linux `tcp_sack_remove`: drop blocks the cumulative ACK now covers.
+    fn sack_remove(&mut self) {
+        if self.ooo.is_empty() {
+            self.num_sacks = 0;
+            return;
+        }
+        let mut i = 0;
+        while i < self.num_sacks {
+            if self.rcv_nxt >= self.sacks[i].start {
+                for j in i..self.num_sacks - 1 {
+                    self.sacks[j] = self.sacks[j + 1];
+                }
+                self.num_sacks -= 1;
+            } else {
+                i += 1;
+            }
+        }
+    }
+
+    fn send_ack(&mut self, now: Time, out: &mut Vec<Packet>) {
+        let mut sack = SackBlocks::default();
+        if let Some(d) = self.dsack.take() {
+            sack.push(d);
+            sack.dsack = true;
+        }
+        for i in 0..self.num_sacks {
+            if sack.n as usize >= MAX_SACK_BLOCKS {
+                break;
+            }
+            sack.push(self.sacks[i]);
+        }
+        let ack = AckSegment {
+            ack: self.rcv_nxt,
+            wnd_end: self.wnd_end,
+            tsecr: self.ts_recent,
+            sack,
+            ece: self.demand_cwr,
+        };
+        out.push(Packet::ack(self.flow, ack));
+        self.acks_sent += 1;
+        self.rcv_wup = self.rcv_nxt;
+        if self.quick > 0 && self.ack_scheduled {
+            self.quick -= 1;
+            if self.quick == 0 {
+                self.ato = usecs_to_jiffies(40_000, self.hz);
+            }
+        }
+        self.ack_scheduled = false;
+        self.ack_now = false;
+        self.delack_timer = None;
+        self.compressed_ack = 0;
+        self.comp_timer = None;
+        let _ = now;
+        let _ = ts_clock;
+        let _ = NS_PER_MS;
+    }
+
+    /// Highest contiguous segment received (for invariants).
+    pub fn out_of_order_segments(&self) -> u64 {
+        self.ooo.count()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn seg(seq: u32) -> DataSegment {
+        DataSegment { seq, payload: 1448, tsval: seq + 1, retransmission: false, ce: false, ect: false, cwr: false }
+    }
+
+    fn established() -> TcpReceiver {
+        let mut r = TcpReceiver::new(0, &TcpConfig::default(), None);
+        let mut out = vec![];
+        r.on_packet(Time::ZERO, &Packet { flow: 0, wire_bytes: 60, reverse: false, hop: 0, payload: Payload::Syn { tsval: 1 } }, &mut out);
+        r
+    }
+
+    fn acks(out: &[Packet]) -> Vec<AckSegment> {
+        out.iter()
+            .filter_map(|p| if let Payload::Ack(a) = p.payload { Some(a) } else { None })
+            .collect()
+    }
+
+    #[test]
+    fn quickacks_then_every_second_segment() {
+        let mut r = established();
+        let mut out = vec![];
+        let t = Time::from_ms(50);
+        for i in 0..40 {
+            r.on_data(Time(t.0 + i as u64 * 10_000), &seg(i), &mut out);
+        }
+        let a = acks(&out);
+        // 16 quick ACKs for the first 16 segments, then one per two segments: 12 more.
+        assert_eq!(a.len(), 16 + 12);
+        assert_eq!(a.last().unwrap().ack, 40);
+    }
+
+    #[test]
+    fn odd_segment_waits_for_the_delayed_ack_timer() {
+        let mut r = established();
+        let mut out = vec![];
+        r.quick = 0;
+        r.ato = usecs_to_jiffies(40_000, 250);
+        r.lrcvtime = jiffies_at(Time::from_ms(99), 250);
+        r.on_data(Time::from_ms(100), &seg(0), &mut out);
+        assert!(acks(&out).is_empty());
+        let t = r.timer_deadline(TimerKind::DelAck).unwrap();
+        assert!(t > Time::from_ms(100) && t <= Time::from_ms(144), "{t:?}");
+        r.on_timer(t, TimerKind::DelAck, &mut out);
+        assert_eq!(acks(&out).len(), 1);
+    }
+
+    #[test]
+    fn holes_produce_sack_blocks_newest_first_and_dsack_for_duplicates() {
+        let mut r = established();
+        let mut out = vec![];
+        // Past the quick-ACK phase of connection start.
+        r.quick = 0;
+        r.ato = 10;
+        r.lrcvtime = jiffies_at(Time::from_ms(99), 250);
+        r.on_data(Time::from_ms(100), &seg(0), &mut out);
+        r.on_data(Time::from_ms(101), &seg(1), &mut out);
+        out.clear();
+        // Segment 2 lost; 3, 4 arrive; then 6 (5 lost).
+        r.on_data(Time::from_ms(102), &seg(3), &mut out);
+        r.on_data(Time::from_ms(103), &seg(4), &mut out);
+        r.on_data(Time::from_ms(104), &seg(6), &mut out);
+        let a = acks(&out);
+        assert_eq!(a.len(), 3, "first three dupacks of a hole are immediate");
+        assert_eq!(a[0].ack, 2);
+        assert_eq!(a[0].sack.as_slice(), &[SeqRange::new(3, 4)]);
+        assert_eq!(a[1].sack.as_slice(), &[SeqRange::new(3, 5)]);
+        assert_eq!(a[2].sack.as_slice(), &[SeqRange::new(6, 7), SeqRange::new(3, 5)]);
+        out.clear();
+        // A duplicate of an out-of-order segment is D-SACKed on the next ACK, which
+        // here is the one for the segment that fills the first hole (sent at once).
+        r.on_data(Time::from_ms(105), &seg(3), &mut out);
+        assert!(acks(&out).is_empty(), "SACK compression holds the 4th dupack");
+        r.on_data(Time::from_ms(106), &seg(2), &mut out);
+        let a = acks(&out);
+        assert_eq!(a.len(), 1);
+        assert!(a[0].sack.dsack);
+        assert_eq!(a[0].ack, 5);
+        assert_eq!(a[0].sack.as_slice(), &[SeqRange::new(3, 4), SeqRange::new(6, 7)]);
+        assert_eq!(r.duplicate_segments, 1);
+    }
+}

@@ -1,0 +1,2116 @@
+//! The data sender of one connection, following Linux's structure so that each
+//! mechanism can be checked against its kernel counterpart:
+//!
+//! * `on_ack` is `tcp_ack`: SACK tagging (`tcp_sacktag_write_queue`), cleaning
+//!   the retransmission queue with RTT sampling (`tcp_clean_rtx_queue`), the
+//!   loss-recovery state machine (`tcp_fastretrans_alert`), delivery-rate
+//!   sampling (`tcp_rate_gen`) and `tcp_cong_control` (PRR or the CCA);
+//! * loss detection is RACK (RFC 8985, `tcp_recovery.c`) with SACK, NewReno head
+//!   marking without it; tail loss probes and RTO (with F-RTO) share one timer
+//!   as in Linux (`icsk_pending`);
+//! * undo of spurious reductions by D-SACK, timestamps (Eifel) and F-RTO;
+//! * transmission is `tcp_write_xmit` / `tcp_xmit_retransmit_queue`, with
+//!   optional internal pacing.
+//!
+//! Per-ACK work is proportional to the segments the ACK newly acknowledges or
+//! SACKs, never to the window.
+
+use super::config::TcpConfig;
+use super::rtt::{initial_rto_jiffies, seq_after, seq_before, RttEstimator};
+use super::scoreboard::{Scoreboard, SegState, EVER_RETRANS, LOST, RETRANS, SACKED_ACKED, SACKED_RETRANS};
+use super::seqset::SeqSet;
+use super::ts_clock;
+use crate::cc::{
+    AckSample, CaEvent, CaState, CongestionControl, PacingStatus, RateSample, TcpSock, CA_ACK_ECE,
+    CA_ACK_SLOWPATH, CA_ACK_WIN_UPDATE, INFINITE_SSTHRESH,
+};
+use crate::event::TimerKind;
+use crate::packet::{AckSegment, DataSegment, Packet, Payload, SeqRange, SYN_BYTES};
+use crate::records::FlowCounters;
+use crate::units::{jiffies_at, jiffies_to_usecs, time_of_jiffy, usecs_to_jiffies, Dur, Time, NS_PER_SEC};
+
+// tcp_ack() flags (Linux FLAG_*).
+const FLAG_DATA: u32 = 0x01;
+const FLAG_WIN_UPDATE: u32 = 0x02;
+const FLAG_DATA_ACKED: u32 = 0x04;
+const FLAG_RETRANS_DATA_ACKED: u32 = 0x08;
+const FLAG_SYN_ACKED: u32 = 0x10;
+const FLAG_DATA_SACKED: u32 = 0x20;
+const FLAG_ECE: u32 = 0x40;
+const FLAG_LOST_RETRANS: u32 = 0x80;
+const FLAG_ORIG_SACK_ACKED: u32 = 0x200;
+const FLAG_SND_UNA_ADVANCED: u32 = 0x400;
+const FLAG_DSACKING_ACK: u32 = 0x800;
+const FLAG_SET_XMIT_TIMER: u32 = 0x1000;
+const FLAG_ACK_MAYBE_DELAYED: u32 = 0x10000;
+const FLAG_DSACK_TLP: u32 = 0x20000;
+const FLAG_ACKED: u32 = FLAG_DATA_ACKED | FLAG_SYN_ACKED;
+const FLAG_NOT_DUP: u32 = FLAG_DATA | FLAG_WIN_UPDATE | FLAG_ACKED;
+const FLAG_CA_ALERT: u32 = FLAG_DATA_SACKED | FLAG_ECE | FLAG_DSACKING_ACK;
+const FLAG_FORWARD_PROGRESS: u32 = FLAG_ACKED | FLAG_DATA_SACKED;
+
+/// Linux TCP_TIMEOUT_MIN: 2 jiffies added to the RACK reordering timer.
+const TCP_TIMEOUT_MIN_JIFFIES: u64 = 2;
+/// Linux TCP_TIMEOUT_MIN_US: added to the TLP timeout when more than one packet is out.
+const TCP_TIMEOUT_MIN_US: u64 = 2000;
+/// Linux TCP_RACK_RECOVERY_THRESH: recoveries a widened reordering window persists.
+const RACK_RECOVERY_THRESH: u32 = 16;
+/// Linux sysctl_tcp_max_reordering.
+const MAX_REORDERING: u32 = 300;
+/// Linux sysctl_tcp_reordering.
+const SYSCTL_REORDERING: u32 = 3;
+/// tcp_min_rtt_wlen: 300 s window of the min-RTT filter (in jiffies at use).
+const MIN_RTT_WLEN_SECS: u32 = 300;
+/// Linux sysctl_tcp_pacing_ss_ratio / ca_ratio (percent).
+const PACING_SS_RATIO: u64 = 200;
+const PACING_CA_RATIO: u64 = 120;
+/// Linux TCP_MAX_QUICKACKS is used by the receiver; the SYN retries here.
+const SYN_RETRIES_MAX: u32 = 6;
+
+/// Which of the shared retransmission-timer uses is armed (Linux `icsk_pending`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum XmitTimer {
+    Retrans,
+    ReoTimeout,
+    LossProbe,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Rexmit {
+    None,
+    Lost,
+    New,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConnState {
+    Closed,
+    SynSent,
+    Established,
+    /// A finite transfer is fully acknowledged.
+    Done,
+}
+
+/// RACK state (Linux `tp->rack`).
+#[derive(Clone, Debug, Default)]
+struct Rack {
+    /// Send time (us) of the most recently sent segment that was (S)ACKed.
+    mstamp: u64,
+    end_seq: u32,
+    rtt_us: u32,
+    advanced: bool,
+    reo_wnd_steps: u32,
+    reo_wnd_persist: u32,
+    dsack_seen: bool,
+    last_delivered: u32,
+}
+
+/// Per-ACK SACK processing results (Linux `tcp_sacktag_state`).
+#[derive(Default)]
+struct SackState {
+    first_sackt: u64,
+    last_sackt: u64,
+    reord: u32,
+    sack_delivered: u32,
+    flag: u32,
+}
+
+pub struct TcpSender {
+    pub flow: u32,
+    cfg: TcpConfig,
+    pub sock: TcpSock,
+    pub cc: Box<dyn CongestionControl>,
+    pub state: ConnState,
+
+    board: Scoreboard,
+    /// SACKed ranges at or above SND.UNA.
+    sacked: SeqSet,
+    rtt: RttEstimator,
+    /// Current RTO in jiffies (Linux `icsk_rto`, backed off on timeouts).
+    rto_jiffies: u64,
+    /// Consecutive RTOs for the current head (Linux `icsk_retransmits`).
+    retransmits: u32,
+    xmit_timer: Option<(XmitTimer, Time)>,
+    pacing_timer: Option<Time>,
+    syn_timer: Option<Time>,
+    syn_sent_at: Time,
+    syn_attempts: u32,
+
+    // Loss recovery (Linux tcp_sock fields of the same names).
+    high_seq: u32,
+    prior_ssthresh: u32,
+    undo_marker: Option<u32>,
+    undo_retrans: i32,
+    /// TS clock of the first retransmission of the episode (0: none).
+    retrans_stamp: u32,
+    prr_delivered: u32,
+    prr_out: u32,
+    frto: bool,
+    tlp_high_seq: Option<u32>,
+    tlp_retrans: bool,
+    rack: Rack,
+    reord_seen: u32,
+    total_retrans: u64,
+    dsack_dups: u64,
+    is_sack_reneg: bool,
+
+    /// Latest timestamp echo from the peer.
+    rcv_tsecr: u32,
+    /// Right edge of the peer's receive window (segment number).
+    snd_wnd_end: u32,
+    snd_wnd: u32,
+    max_window: u32,
+
+    // Delivery rate (tcp_rate.c).
+    first_tx_mstamp: u64,
+
+    // Application.
+    /// Segments the application has written in total (None: unlimited).
+    app_segments: Option<u32>,
+    /// Payload of the last segment of a finite transfer.
+    tail_payload: u32,
+    app_stopped: bool,
+    snd_cwnd_used: u32,
+    sndbuf_limited: bool,
+
+    // Pacing (earliest departure time of the next packet, ns).
+    wstamp_ns: u64,
+    data_segs_out: u64,
+
+    // ECN.
+    ecn_ok: bool,
+    queue_cwr: bool,
+
+    pub counters: FlowCounters,
+    /// The last valid delivery-rate sample, bit/s.
+    pub last_delivery_rate_bps: u64,
+}
+
+impl TcpSender {
+    pub fn new(flow: u32, cfg: &TcpConfig, cc: Box<dyn CongestionControl>, total_bytes: Option<u64>) -> TcpSender {
+        let mss = cfg.mss;
+        let (app_segments, tail_payload) = match total_bytes {
+            Some(b) => {
+                let b = b.max(1);
+                let segs = b.div_ceil(mss as u64) as u32;
+                let tail = (b - (segs as u64 - 1) * mss as u64) as u32;
+                (Some(segs), tail)
+            }
+            None => (None, mss),
+        };
+        let mut sock = TcpSock::new(mss, cfg.hz, cfg.initial_cwnd);
+        if cfg.pacing || cc.wants_pacing() {
+            sock.pacing_status = PacingStatus::Needed;
+        }
+        TcpSender {
+            flow,
+            cfg: cfg.clone(),
+            sock,
+            cc,
+            state: ConnState::Closed,
+            board: Scoreboard::new(),
+            sacked: SeqSet::new(),
+            rtt: RttEstimator::default(),
+            rto_jiffies: initial_rto_jiffies(cfg.hz),
+            retransmits: 0,
+            xmit_timer: None,
+            pacing_timer: None,
+            syn_timer: None,
+            syn_sent_at: Time::ZERO,
+            syn_attempts: 0,
+            high_seq: 0,
+            prior_ssthresh: 0,
+            undo_marker: None,
+            undo_retrans: 0,
+            retrans_stamp: 0,
+            prr_delivered: 0,
+            prr_out: 0,
+            frto: false,
+            tlp_high_seq: None,
+            tlp_retrans: false,
+            rack: Rack { reo_wnd_steps: 1, ..Default::default() },
+            reord_seen: 0,
+            total_retrans: 0,
+            dsack_dups: 0,
+            is_sack_reneg: false,
+            rcv_tsecr: 0,
+            snd_wnd_end: 0,
+            snd_wnd: 0,
+            max_window: 0,
+            first_tx_mstamp: 0,
+            app_segments,
+            tail_payload,
+            app_stopped: false,
+            snd_cwnd_used: 0,
+            sndbuf_limited: false,
+            wstamp_ns: 0,
+            data_segs_out: 0,
+            ecn_ok: false,
+            queue_cwr: false,
+            counters: FlowCounters { start_ns: u64::MAX, ..Default::default() },
+            last_delivery_rate_bps: 0,
+        }
+    }
+
+    // ------------------------------------------------------------------
+    // Clock and small helpers
+    // ------------------------------------------------------------------
+
+    fn tick(&mut self, now: Time) {
+        self.sock.now = now;
+        self.sock.mstamp_us = now.as_us();
+        self.sock.jiffies = jiffies_at(now, self.cfg.hz);
+    }
+
+    fn hz(&self) -> u32 {
+        self.cfg.hz
+    }
+
+    fn now_us(&self) -> u64 {
+        self.sock.mstamp_us
+    }
+
+    fn is_sack(&self) -> bool {
+        self.cfg.sack
+    }
+
+    fn is_reno(&self) -> bool {
+        !self.cfg.sack
+    }
+
+    fn in_cwnd_reduction(&self) -> bool {
+        matches!(self.sock.ca_state, CaState::Cwr | CaState::Recovery)
+    }
+
+    fn left_out(&self) -> u32 {
+        self.sock.sacked_out + self.sock.lost_out
+    }
+
+    fn in_flight(&self) -> u32 {
+        self.sock.packets_in_flight()
+    }
+
+    fn seg_payload(&self, seq: u32) -> u32 {
+        match self.app_segments {
+            Some(n) if seq + 1 == n => self.tail_payload,
+            _ => self.cfg.mss,
+        }
+    }
+
+    /// Linux `tcp_highest_sack_seq`.
+    fn highest_sack_seq(&self) -> u32 {
+        if self.sock.sacked_out == 0 {
+            return self.sock.snd_una;
+        }
+        self.sacked.max_end().unwrap_or(self.sock.snd_nxt)
+    }
+
+    /// Linux `tcp_current_ssthresh`.
+    fn current_ssthresh(&self) -> u32 {
+        if self.in_cwnd_reduction() {
+            self.sock.ssthresh
+        } else {
+            self.sock.ssthresh.max((self.sock.cwnd >> 1) + (self.sock.cwnd >> 2))
+        }
+    }
+
+    /// Linux `tcp_any_retrans_done`.
+    fn any_retrans_done(&self) -> bool {
+        if self.sock.retrans_out > 0 {
+            return true;
+        }
+        !self.board.is_empty() && self.board.get(self.sock.snd_una).sacked & EVER_RETRANS != 0
+    }
+
+    fn set_ca_state(&mut self, new: CaState) {
+        self.cc.set_state(&mut self.sock, new);
+        self.sock.ca_state = new;
+    }
+
+    fn ca_event(&mut self, ev: CaEvent) {
+        self.cc.cwnd_event(&mut self.sock, ev);
+    }
+
+    /// Whether the application has a segment ready beyond SND.NXT.
+    fn has_new_data(&self) -> bool {
+        if self.app_stopped {
+            return false;
+        }
+        match self.app_segments {
+            Some(n) => self.sock.snd_nxt < n,
+            None => true,
+        }
+    }
+
+    pub fn timer_deadline(&self, kind: TimerKind) -> Option<Time> {
+        match kind {
+            TimerKind::Xmit => self.xmit_timer.map(|(_, t)| t),
+            TimerKind::Pacing => self.pacing_timer,
+            TimerKind::Syn => self.syn_timer,
+            _ => None,
+        }
+    }
+
+    pub fn rto_us(&self) -> u64 {
+        jiffies_to_usecs(self.rto_jiffies, self.hz())
+    }
+
+    pub fn srtt_us(&self) -> u32 {
+        self.rtt.srtt_us()
+    }
+
+    /// Jiffies-quantised deadline `when` jiffies from now.
+    fn jiffies_deadline(&self, when: u64) -> Time {
+        let now_j = self.sock.now.0 as u128 * self.cfg.hz as u128 / NS_PER_SEC as u128;
+        time_of_jiffy(now_j as u64 + when.max(1), self.cfg.hz)
+    }
+
+    fn reset_xmit_timer(&mut self, what: XmitTimer, when_jiffies: u64) {
+        let when = when_jiffies.min(usecs_to_jiffies(super::rtt::RTO_MAX_US, self.hz()));
+        self.xmit_timer = Some((what, self.jiffies_deadline(when)));
+    }
+
+    // ------------------------------------------------------------------
+    // Connection set-up
+    // ------------------------------------------------------------------
+
+    /// Opens the connection: sends a SYN.
+    pub fn connect(&mut self, now: Time, out: &mut Vec<Packet>) {
+        self.tick(now);
+        self.state = ConnState::SynSent;
+        self.counters.start_ns = now.0;
+        self.send_syn(out);
+    }
+
+    fn send_syn(&mut self, out: &mut Vec<Packet>) {
+        self.syn_sent_at = self.sock.now;
+        out.push(Packet {
+            flow: self.flow,
+            wire_bytes: SYN_BYTES,
+            reverse: false,
+            hop: 0,
+            payload: Payload::Syn { tsval: ts_clock(self.sock.now) },
+        });
+        // SYN retransmission: 1 s, doubling (TCP_TIMEOUT_INIT with backoff).
+        let rto = initial_rto_jiffies(self.hz()) << self.syn_attempts;
+        self.syn_timer = Some(self.jiffies_deadline(rto));
+    }
+
+    fn on_synack(&mut self, tsecr: u32, out: &mut Vec<Packet>) {
+        if self.state != ConnState::SynSent {
+            return;
+        }
+        self.state = ConnState::Established;
+        self.syn_timer = None;
+        // RTT sample from the handshake (Karn: only if the SYN was not retransmitted,
+        // otherwise from the timestamp echo).
+        let rtt_us = if self.syn_attempts == 0 {
+            self.sock.now.since(self.syn_sent_at).as_us()
+        } else {
+            (ts_clock(self.sock.now).wrapping_sub(tsecr).max(1) as u64) * 1000
+        };
+        self.sock.snd_una = 0;
+        self.sock.snd_nxt = 0;
+        self.rtt.sample(rtt_us.max(1) as u32, 0, 0, self.cfg.rto_min_us);
+        self.sock.srtt_us8 = self.rtt.srtt_us8;
+        self.update_rtt_min(rtt_us as u32, 0);
+        self.rto_jiffies = self.rtt.rto_jiffies(self.hz());
+        // RFC 5681: after a lost SYN the initial window is one segment.
+        if self.syn_attempts > 0 {
+            self.sock.cwnd = 1;
+        }
+        self.ecn_ok = self.cfg.ecn;
+        self.snd_wnd_end = (self.cfg.rcvbuf / self.cfg.mss as u64).min(u32::MAX as u64 / 2) as u32;
+        self.snd_wnd = self.snd_wnd_end;
+        self.max_window = self.snd_wnd;
+        self.sock.lsndtime = self.sock.jiffies;
+        self.cc.init(&mut self.sock);
+        self.update_pacing_rate();
+        self.write_xmit(out, PushMode::Normal);
+    }
+
+    /// The application stops writing (flow stop time).
+    pub fn stop_app(&mut self, now: Time) {
+        self.tick(now);
+        self.app_stopped = true;
+    }
+
+    // ------------------------------------------------------------------
+    // Packet and timer entry points
+    // ------------------------------------------------------------------
+
+    pub fn on_packet(&mut self, now: Time, pkt: &Packet, out: &mut Vec<Packet>) {
+        self.tick(now);
+        match pkt.payload {
+            Payload::SynAck { tsecr } => self.on_synack(tsecr, out),
+            Payload::Ack(ref a) => {
+                if self.state == ConnState::Established {
+                    self.on_ack(a, out);
+                    self.write_xmit(out, PushMode::Normal);
+                    self.check_done();
+                }
+            }
+            _ => {}
+        }
+    }
+
+    pub fn on_timer(&mut self, now: Time, kind: TimerKind, out: &mut Vec<Packet>) {
+        self.tick(now);
+        match kind {
+            TimerKind::Syn => {
+                if self.state == ConnState::SynSent && self.syn_timer.is_some_and(|t| t <= now) {
+                    self.syn_timer = None;
+                    if self.syn_attempts < SYN_RETRIES_MAX {
+                        self.syn_attempts += 1;
+                        self.counters.syn_retransmissions += 1;
+                        self.send_syn(out);
+                    }
+                }
+            }
+            TimerKind::Pacing => {
+                if self.pacing_timer.is_some_and(|t| t <= now) {
+                    self.pacing_timer = None;
+                    if self.state == ConnState::Established {
+                        // The pacing tasklet: retransmissions first, then new data.
+                        if self.sock.lost_out > self.sock.retrans_out {
+                            self.xmit_retransmit_queue(out);
+                        }
+                        self.write_xmit(out, PushMode::Normal);
+                    }
+                }
+            }
+            TimerKind::Xmit => {
+                let Some((what, t)) = self.xmit_timer else { return };
+                if t > now || self.state != ConnState::Established {
+                    return;
+                }
+                self.xmit_timer = None;
+                match what {
+                    XmitTimer::ReoTimeout => self.rack_reo_timeout(out),
+                    XmitTimer::LossProbe => self.send_loss_probe(out),
+                    XmitTimer::Retrans => self.retransmit_timer(out),
+                }
+                self.write_xmit(out, PushMode::Normal);
+            }
+            _ => {}
+        }
+    }
+
+    fn check_done(&mut self) {
+        if let Some(n) = self.app_segments {
+            if self.sock.snd_una >= n && self.state == ConnState::Established {
+                self.state = ConnState::Done;
+                self.counters.completion_ns = self.sock.now.0;
+                self.xmit_timer = None;
+                self.pacing_timer = None;
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------
+    // ACK processing (tcp_ack)
+    // ------------------------------------------------------------------
+
+    fn on_ack(&mut self, a: &AckSegment, out: &mut Vec<Packet>) {
+        let ack = a.ack;
+        let prior_snd_una = self.sock.snd_una;
+        let prior_packets = self.sock.packets_out;
+        let prior_delivered = self.sock.delivered;
+        let prior_lost = self.sock.lost;
+        let is_sack_reneg = self.is_sack_reneg;
+        let mut sack_state = SackState { reord: self.sock.snd_nxt, ..Default::default() };
+        let mut rs = RateSample::default();
+        let mut flag = 0u32;
+        let mut rexmit = Rexmit::None;
+
+        self.rcv_tsecr = a.tsecr;
+
+        if seq_before(ack, prior_snd_una) {
+            // Old ACK: may still carry SACK/DSACK information.
+            if a.sack.n > 0 {
+                flag |= self.sacktag(a, prior_snd_una, &mut sack_state, &mut rs);
+                self.fastretrans_alert(prior_snd_una, 0, &mut flag, &mut rexmit);
+                self.xmit_recovery(rexmit, out);
+            }
+            return;
+        }
+        if seq_after(ack, self.sock.snd_nxt) {
+            return;
+        }
+        if seq_after(ack, prior_snd_una) {
+            flag |= FLAG_SND_UNA_ADVANCED;
+            self.retransmits = 0;
+        }
+        let prior_fack = if self.is_sack() { self.highest_sack_seq() } else { self.sock.snd_una };
+        rs.prior_in_flight = self.in_flight();
+
+        let new_wnd = a.wnd_end.wrapping_sub(ack);
+        let win_changed = new_wnd != self.snd_wnd;
+        if flag & FLAG_SND_UNA_ADVANCED != 0 && a.sack.n == 0 && !a.ece && !win_changed {
+            // Fast path: pure forward advance, window unchanged.
+            self.snd_una_update(ack);
+            flag |= FLAG_WIN_UPDATE;
+            self.cc.in_ack_event(&mut self.sock, CA_ACK_WIN_UPDATE);
+        } else {
+            let mut ev = CA_ACK_SLOWPATH;
+            // tcp_ack_update_window: an update if the ACK advances or the window grows.
+            if seq_after(ack, prior_snd_una) || new_wnd > self.snd_wnd {
+                flag |= FLAG_WIN_UPDATE;
+            }
+            self.snd_wnd = new_wnd;
+            self.max_window = self.max_window.max(new_wnd);
+            self.snd_una_update(ack);
+            if a.sack.n > 0 && self.is_sack() {
+                flag |= self.sacktag(a, prior_snd_una, &mut sack_state, &mut rs);
+            }
+            if a.ece && self.ecn_ok {
+                flag |= FLAG_ECE;
+                ev |= CA_ACK_ECE;
+            }
+            if sack_state.sack_delivered > 0 {
+                self.count_delivered(sack_state.sack_delivered);
+            }
+            if flag & FLAG_WIN_UPDATE != 0 {
+                ev |= CA_ACK_WIN_UPDATE;
+            }
+            self.cc.in_ack_event(&mut self.sock, ev);
+        }
+        self.snd_wnd_end = self.snd_wnd_end.max(a.wnd_end);
+
+        if prior_packets == 0 {
+            // Nothing outstanding: only D-SACK undo matters.
+            if flag & FLAG_DSACKING_ACK != 0 {
+                self.fastretrans_alert(prior_snd_una, 0, &mut flag, &mut rexmit);
+            }
+            if self.tlp_high_seq.is_some() {
+                self.process_tlp_ack(ack, flag);
+            }
+            return;
+        }
+
+        flag |= self.clean_rtx_queue(prior_fack, prior_snd_una, &mut sack_state, &mut rs, flag);
+
+        self.rack_update_reo_wnd(&rs);
+        if self.tlp_high_seq.is_some() {
+            self.process_tlp_ack(ack, flag);
+        }
+        if flag & FLAG_SET_XMIT_TIMER != 0 {
+            self.set_xmit_timer();
+        }
+
+        if self.ack_is_dubious(flag) {
+            let num_dupack = if flag & (FLAG_SND_UNA_ADVANCED | FLAG_NOT_DUP) == 0 { 1 } else { 0 };
+            self.fastretrans_alert(prior_snd_una, num_dupack, &mut flag, &mut rexmit);
+        }
+
+        let delivered = self.sock.delivered - prior_delivered;
+        let lost = self.sock.lost - prior_lost;
+        rs.is_ack_delayed = flag & FLAG_ACK_MAYBE_DELAYED != 0;
+        self.rate_gen(delivered, lost, is_sack_reneg, &mut rs);
+        self.cong_control(ack, delivered, flag, &rs);
+        self.xmit_recovery(rexmit, out);
+    }
+
+    fn snd_una_update(&mut self, ack: u32) {
+        if seq_after(ack, self.sock.snd_una) {
+            let acked_segs = ack - self.sock.snd_una;
+            let mut bytes = acked_segs as u64 * self.cfg.mss as u64;
+            if let Some(n) = self.app_segments {
+                if ack >= n {
+                    bytes -= (self.cfg.mss - self.tail_payload) as u64;
+                }
+            }
+            self.counters.bytes_acked += bytes;
+            self.sock.snd_una = ack;
+        }
+    }
+
+    fn count_delivered(&mut self, n: u32) {
+        self.sock.delivered += n;
+    }
+
+    fn ack_is_dubious(&self, flag: u32) -> bool {
+        flag & FLAG_NOT_DUP == 0 || flag & FLAG_CA_ALERT != 0 || self.sock.ca_state != CaState::Open
+    }
+
+    fn may_raise_cwnd(&self, flag: u32) -> bool {
+        if self.sock.reordering > SYSCTL_REORDERING {
+            return flag & FLAG_FORWARD_PROGRESS != 0;
+        }
+        flag & FLAG_DATA_ACKED != 0
+    }
+
+    // ---- SACK tagging (tcp_sacktag_write_queue) ----
+
+    fn sacktag(&mut self, a: &AckSegment, prior_snd_una: u32, st: &mut SackState, rs: &mut RateSample) -> u32 {
+        let blocks = a.sack.as_slice();
+        let mut flag = 0u32;
+        // D-SACK detection (tcp_check_dsack): a first block below the cumulative
+        // ACK, or inside the second block, reports a duplicate.
+        let mut dup_first = false;
+        if let Some(b0) = blocks.first() {
+            if seq_before(b0.start, a.ack) {
+                dup_first = true;
+            } else if blocks.len() > 1 {
+                let b1 = blocks[1];
+                if !seq_after(b0.end, b1.end) && !seq_before(b0.start, b1.start) {
+                    dup_first = true;
+                }
+            }
+        }
+        if dup_first {
+            let b0 = blocks[0];
+            flag |= FLAG_DSACKING_ACK;
+            self.dsack_seen(b0, st);
+            // A D-SACK for already-acknowledged data: the retransmission was unnecessary.
+            if let Some(marker) = self.undo_marker {
+                if self.undo_retrans > 0 && !seq_after(b0.end, prior_snd_una) && seq_after(b0.end, marker) {
+                    self.undo_retrans -= 1;
+                }
+            }
+            // D-SACK above SND.UNA: tag each segment as a duplicate.
+            let start = b0.start.max(self.sock.snd_una);
+            let end = b0.end.min(self.sock.snd_nxt);
+            for seq in start..end {
+                self.sacktag_one(seq, true, st, rs);
+            }
+        }
+        for (i, b) in blocks.iter().enumerate() {
+            if i == 0 && dup_first {
+                continue;
+            }
+            // tcp_is_sackblock_valid, simplified: within (SND.UNA, SND.NXT].
+            if !seq_after(b.end, self.sock.snd_una) || seq_after(b.end, self.sock.snd_nxt) || !seq_before(b.start, b.end) {
+                continue;
+            }
+            let r = SeqRange::new(b.start.max(self.sock.snd_una), b.end);
+            let mut gaps: [SeqRange; 8] = [SeqRange::default(); 8];
+            let mut ngaps = 0;
+            let mut overflow: Vec<SeqRange> = Vec::new();
+            self.sacked.for_each_gap(r, |g| {
+                if ngaps < gaps.len() {
+                    gaps[ngaps] = g;
+                    ngaps += 1;
+                } else {
+                    overflow.push(g);
+                }
+            });
+            for g in gaps[..ngaps].iter().chain(overflow.iter()) {
+                for seq in g.start..g.end {
+                    self.sacktag_one(seq, false, st, rs);
+                }
+            }
+            self.sacked.insert(r);
+        }
+        if st.reord != self.sock.snd_nxt && seq_before(st.reord, self.sock.snd_nxt) {
+            // Reordering detected among SACKed segments.
+            let fack = self.highest_sack_seq();
+            if seq_before(st.reord, fack) {
+                self.check_sack_reordering(st.reord, false);
+            }
+        }
+        flag | st.flag
+    }
+
+    fn dsack_seen(&mut self, b: SeqRange, st: &mut SackState) {
+        if !seq_before(b.start, b.end) {
+            return;
+        }
+        let len = b.len();
+        if len > self.max_window.max(1) {
+            return;
+        }
+        if len == 1 {
+            if let Some(t) = self.tlp_high_seq {
+                if t == b.end {
+                    st.flag |= FLAG_DSACK_TLP;
+                }
+            }
+        }
+        self.dsack_dups += len as u64;
+        if self.dsack_dups > self.total_retrans {
+            return;
+        }
+        // RACK widens its reordering window on D-SACKs, except for TLP probes.
+        if st.flag & FLAG_DSACK_TLP == 0 {
+            self.rack.dsack_seen = true;
+        }
+    }
+
+    /// Linux `tcp_sacktag_one` for one segment.
+    fn sacktag_one(&mut self, seq: u32, dup_sack: bool, st: &mut SackState, rs: &mut RateSample) {
+        if !self.board.contains(seq) {
+            return;
+        }
+        let mut sacked = self.board.get(seq).sacked;
+        let xmit = self.board.get(seq).xmit_us;
+        if dup_sack && sacked & RETRANS != 0 {
+            if let Some(marker) = self.undo_marker {
+                if self.undo_retrans > 0 && seq_after(seq + 1, marker) {
+                    self.undo_retrans -= 1;
+                }
+            }
+            if sacked & SACKED_ACKED != 0 && seq_before(seq, st.reord) {
+                st.reord = seq;
+            }
+        }
+        if !seq_after(seq + 1, self.sock.snd_una) {
+            return;
+        }
+        if sacked & SACKED_ACKED == 0 {
+            self.rack_advance(sacked, seq + 1, xmit);
+            if sacked & SACKED_RETRANS != 0 {
+                if sacked & LOST != 0 {
+                    sacked &= !(LOST | SACKED_RETRANS);
+                    self.sock.lost_out -= 1;
+                    self.sock.retrans_out -= 1;
+                }
+            } else {
+                if sacked & RETRANS == 0 {
+                    // A never-retransmitted segment SACKed below the highest SACK: reordering.
+                    if seq_before(seq, self.highest_sack_seq()) && seq_before(seq, st.reord) {
+                        st.reord = seq;
+                    }
+                    if !seq_after(seq + 1, self.high_seq) {
+                        st.flag |= FLAG_ORIG_SACK_ACKED;
+                    }
+                    if st.first_sackt == 0 {
+                        st.first_sackt = xmit;
+                    }
+                    st.last_sackt = xmit;
+                }
+                if sacked & LOST != 0 {
+                    sacked &= !LOST;
+                    self.sock.lost_out -= 1;
+                }
+            }
+            sacked |= SACKED_ACKED;
+            st.flag |= FLAG_DATA_SACKED;
+            self.sock.sacked_out += 1;
+            st.sack_delivered += 1;
+            self.board.get_mut(seq).sacked = sacked;
+            self.rate_skb_delivered(seq, rs);
+            self.board.ts_unlink(seq);
+            if dup_sack {
+                self.sacked.insert(SeqRange::new(seq, seq + 1));
+            }
+        }
+        if dup_sack && sacked & SACKED_RETRANS != 0 {
+            sacked &= !SACKED_RETRANS;
+            self.sock.retrans_out -= 1;
+        }
+        self.board.get_mut(seq).sacked = sacked;
+    }
+
+    fn check_sack_reordering(&mut self, low_seq: u32, _ts: bool) {
+        let fack = self.highest_sack_seq();
+        if !seq_before(low_seq, fack) {
+            return;
+        }
+        let metric = fack - low_seq;
+        if metric > self.sock.reordering {
+            self.sock.reordering = metric.min(MAX_REORDERING);
+        }
+        self.reord_seen += 1;
+    }
+
+    // ---- Cleaning the retransmission queue (tcp_clean_rtx_queue) ----
+
+    fn clean_rtx_queue(
+        &mut self,
+        prior_fack: u32,
+        prior_snd_una: u32,
+        st: &mut SackState,
+        rs: &mut RateSample,
+        ack_flag: u32,
+    ) -> u32 {
+        let prior_sacked = self.sock.sacked_out;
+        let mut reord = self.sock.snd_nxt;
+        let mut first_ackt = 0u64;
+        let mut last_ackt = 0u64;
+        let mut last_in_flight = 0u32;
+        let mut pkts_acked = 0u32;
+        let mut flag = 0u32;
+        let snd_una = self.sock.snd_una;
+
+        while !self.board.is_empty() && seq_before(self.board.una(), snd_una) {
+            let seq = self.board.una();
+            let seg = *self.board.get(seq);
+            let sacked = seg.sacked;
+            if sacked & RETRANS != 0 {
+                if sacked & SACKED_RETRANS != 0 {
+                    self.sock.retrans_out -= 1;
+                }
+                flag |= FLAG_RETRANS_DATA_ACKED;
+            } else if sacked & SACKED_ACKED == 0 {
+                last_ackt = seg.xmit_us;
+                if first_ackt == 0 {
+                    first_ackt = last_ackt;
+                }
+                last_in_flight = seg.tx_in_flight;
+                if seq_before(seq, reord) {
+                    reord = seq;
+                }
+                if !seq_after(seq + 1, self.high_seq) {
+                    flag |= FLAG_ORIG_SACK_ACKED;
+                }
+            }
+            if sacked & SACKED_ACKED != 0 {
+                self.sock.sacked_out -= 1;
+            } else if self.is_sack() {
+                self.count_delivered(1);
+                if !self.skb_spurious_retrans(sacked, seg.xmit_us) {
+                    self.rack_advance(sacked, seq + 1, seg.xmit_us);
+                }
+            }
+            if sacked & LOST != 0 {
+                self.sock.lost_out -= 1;
+            }
+            self.sock.packets_out -= 1;
+            pkts_acked += 1;
+            self.rate_skb_delivered(seq, rs);
+            flag |= FLAG_DATA_ACKED;
+            self.board.pop_head();
+        }
+        self.sacked.remove_below(snd_una);
+
+        let mut seq_rtt_us: i64 = -1;
+        let mut sack_rtt_us: i64 = -1;
+        let mut ca_rtt_us: i64 = -1;
+        let now = self.now_us();
+        if first_ackt != 0 && flag & FLAG_RETRANS_DATA_ACKED == 0 {
+            seq_rtt_us = now.saturating_sub(first_ackt) as i64;
+            ca_rtt_us = now.saturating_sub(last_ackt) as i64;
+            if pkts_acked == 1
+                && last_in_flight < self.cfg.mss
+                && last_in_flight > 0
+                && prior_sacked == 0
+                && rs.prior_delivered + 1 == self.sock.delivered
+                && (ack_flag | flag) & (FLAG_CA_ALERT | FLAG_SYN_ACKED) == 0
+            {
+                flag |= FLAG_ACK_MAYBE_DELAYED;
+            }
+        }
+        if st.first_sackt != 0 {
+            sack_rtt_us = now.saturating_sub(st.first_sackt) as i64;
+            ca_rtt_us = now.saturating_sub(st.last_sackt) as i64;
+        }
+        let rtt_update = self.ack_update_rtt(flag | ack_flag, seq_rtt_us, sack_rtt_us, ca_rtt_us, rs);
+
+        if flag & FLAG_ACKED != 0 {
+            flag |= FLAG_SET_XMIT_TIMER;
+            if self.is_reno() {
+                self.remove_reno_sacks(pkts_acked);
+                if flag & FLAG_RETRANS_DATA_ACKED != 0 {
+                    flag &= !FLAG_ORIG_SACK_ACKED;
+                }
+            } else if seq_before(reord, prior_fack) {
+                self.check_sack_reordering(reord, false);
+            }
+        } else if !self.board.is_empty() && rtt_update && sack_rtt_us >= 0 {
+            let head_age = now.saturating_sub(self.board.get(self.sock.snd_una).xmit_us) as i64;
+            if sack_rtt_us > head_age {
+                flag |= FLAG_SET_XMIT_TIMER;
+            }
+        }
+        let _ = prior_snd_una;
+
+        let sample = AckSample { pkts_acked, rtt_us: rs.rtt_us, in_flight: last_in_flight };
+        self.cc.pkts_acked(&mut self.sock, &sample);
+        flag
+    }
+
+    /// Linux `tcp_skb_spurious_retrans`: the echo predates this retransmission.
+    fn skb_spurious_retrans(&self, sacked: u8, xmit_us: u64) -> bool {
+        sacked & RETRANS != 0 && self.tsecr_before(ts_of_us(xmit_us))
+    }
+
+    fn tsecr_before(&self, when: u32) -> bool {
+        self.rcv_tsecr != 0 && seq_before(self.rcv_tsecr, when)
+    }
+
+    /// Linux `tcp_packet_delayed`.
+    fn packet_delayed(&self) -> bool {
+        self.retrans_stamp != 0 && self.tsecr_before(self.retrans_stamp)
+    }
+
+    /// Linux `tcp_ack_update_rtt`.
+    fn ack_update_rtt(&mut self, flag: u32, seq_rtt_us: i64, sack_rtt_us: i64, ca_rtt_us: i64, rs: &mut RateSample) -> bool {
+        let mut seq_rtt = seq_rtt_us;
+        let mut ca_rtt = ca_rtt_us;
+        if seq_rtt < 0 {
+            seq_rtt = sack_rtt_us;
+        }
+        if seq_rtt < 0 && self.rcv_tsecr != 0 && flag & FLAG_ACKED != 0 {
+            let delta = ts_clock(self.sock.now).wrapping_sub(self.rcv_tsecr);
+            if (delta as i32) >= 0 {
+                seq_rtt = delta.max(1) as i64 * 1000;
+                ca_rtt = seq_rtt;
+            }
+        }
+        rs.rtt_us = ca_rtt;
+        if seq_rtt < 0 {
+            return false;
+        }
+        self.update_rtt_min(ca_rtt.max(0) as u32, flag);
+        self.rtt.sample(seq_rtt as u32, self.sock.snd_una, self.sock.snd_nxt, self.cfg.rto_min_us);
+        self.sock.srtt_us8 = self.rtt.srtt_us8;
+        self.rto_jiffies = self.rtt.rto_jiffies(self.hz());
+        true
+    }
+
+    fn update_rtt_min(&mut self, rtt_us: u32, flag: u32) {
+        if flag & FLAG_ACK_MAYBE_DELAYED != 0 && rtt_us > self.sock.min_rtt_us() {
+            return;
+        }
+        let wlen = MIN_RTT_WLEN_SECS * self.hz();
+        let v = if rtt_us == 0 { jiffies_to_usecs(1, self.hz()) as u32 } else { rtt_us };
+        self.sock.rtt_min.update(wlen, self.sock.jiffies, v);
+    }
+
+    // ---- NewReno (non-SACK) duplicate-ACK accounting ----
+
+    fn add_reno_sack(&mut self, num_dupack: u32) {
+        if num_dupack == 0 {
+            return;
+        }
+        let prior = self.sock.sacked_out;
+        self.sock.sacked_out += num_dupack;
+        self.check_reno_reordering(0);
+        let delivered = self.sock.sacked_out as i64 - prior as i64;
+        if delivered > 0 {
+            self.count_delivered(delivered as u32);
+        }
+    }
+
+    fn remove_reno_sacks(&mut self, acked: u32) {
+        if acked > 0 {
+            let d = (acked as i64 - self.sock.sacked_out as i64).max(1) as u32;
+            self.count_delivered(d);
+            if acked - 1 >= self.sock.sacked_out {
+                self.sock.sacked_out = 0;
+            } else {
+                self.sock.sacked_out -= acked - 1;
+            }
+        }
+        self.check_reno_reordering(acked);
+    }
+
+    fn limit_reno_sacked(&mut self) -> bool {
+        let holes = self.sock.lost_out.max(1).min(self.sock.packets_out);
+        if self.sock.sacked_out + holes > self.sock.packets_out {
+            self.sock.sacked_out = self.sock.packets_out - holes;
+            return true;
+        }
+        false
+    }
+
+    fn check_reno_reordering(&mut self, addend: u32) {
+        if !self.limit_reno_sacked() {
+            return;
+        }
+        self.sock.reordering = (self.sock.packets_out + addend).min(MAX_REORDERING);
+        self.reord_seen += 1;
+    }
+
+    fn reset_reno_sack(&mut self) {
+        self.sock.sacked_out = 0;
+    }
+
+    // ---- Loss marking ----
+
+    /// Linux `tcp_mark_skb_lost`.
+    fn mark_lost(&mut self, seq: u32) {
+        let sacked = self.board.get(seq).sacked;
+        if sacked & SACKED_ACKED != 0 {
+            return;
+        }
+        if sacked & LOST != 0 {
+            if sacked & SACKED_RETRANS != 0 {
+                // A retransmission lost again.
+                self.board.get_mut(seq).sacked &= !SACKED_RETRANS;
+                self.sock.retrans_out -= 1;
+                self.board.queue_retransmit(seq);
+            }
+        } else {
+            self.sock.lost_out += 1;
+            self.sock.lost += 1;
+            self.board.get_mut(seq).sacked |= LOST;
+            self.board.queue_retransmit(seq);
+        }
+        self.board.ts_unlink(seq);
+    }
+
+    /// Linux `tcp_rack_advance`.
+    fn rack_advance(&mut self, sacked: u8, end_seq: u32, xmit_us: u64) {
+        let rtt_us = self.now_us().saturating_sub(xmit_us) as u32;
+        if rtt_us < self.sock.min_rtt_us() && sacked & RETRANS != 0 {
+            // Ambiguous: probably the original of a spurious retransmission.
+            return;
+        }
+        self.rack.advanced = true;
+        self.rack.rtt_us = rtt_us;
+        if sent_after(xmit_us, self.rack.mstamp, end_seq, self.rack.end_seq) {
+            self.rack.mstamp = xmit_us;
+            self.rack.end_seq = end_seq;
+        }
+    }
+
+    /// Linux `tcp_rack_reo_wnd`.
+    fn rack_reo_wnd(&self) -> u32 {
+        if self.reord_seen == 0 {
+            if self.sock.ca_state >= CaState::Recovery {
+                return 0;
+            }
+            if self.sock.sacked_out >= self.sock.reordering {
+                return 0;
+            }
+        }
+        let min_rtt = self.sock.min_rtt_us();
+        let min_rtt = if min_rtt == u32::MAX { 0 } else { min_rtt };
+        ((min_rtt >> 2) * self.rack.reo_wnd_steps).min(self.rtt.srtt_us())
+    }
+
+    /// Linux `tcp_rack_detect_loss`: returns the longest wait (us) among segments
+    /// not yet overdue, or 0.
+    fn rack_detect_loss(&mut self) -> u32 {
+        let reo_wnd = self.rack_reo_wnd() as i64;
+        let now = self.now_us() as i64;
+        let mut reo_timeout = 0u32;
+        let mut cur = self.board.ts_first();
+        while let Some(seq) = cur {
+            let next = self.board.ts_next(seq);
+            let seg = self.board.get(seq);
+            // Lost-but-not-retransmitted segments are never linked here.
+            if !sent_after(self.rack.mstamp, seg.xmit_us, self.rack.end_seq, seq + 1) {
+                break;
+            }
+            let remaining = self.rack.rtt_us as i64 + reo_wnd - (now - seg.xmit_us as i64);
+            if remaining <= 0 {
+                self.mark_lost(seq);
+            } else {
+                reo_timeout = reo_timeout.max(remaining as u32);
+            }
+            cur = next;
+        }
+        reo_timeout
+    }
+
+    /// Linux `tcp_rack_mark_lost`.
+    fn rack_mark_lost(&mut self) -> bool {
+        if !self.rack.advanced {
+            return false;
+        }
+        self.rack.advanced = false;
+        let timeout = self.rack_detect_loss();
+        if timeout > 0 {
+            let when = usecs_to_jiffies(timeout as u64, self.hz()) + TCP_TIMEOUT_MIN_JIFFIES;
+            self.reset_xmit_timer(XmitTimer::ReoTimeout, when);
+        }
+        timeout > 0
+    }
+
+    /// Linux `tcp_rack_update_reo_wnd`.
+    fn rack_update_reo_wnd(&mut self, rs: &RateSample) {
+        if rs.prior_delivered == 0 {
+            return;
+        }
+        if seq_before(rs.prior_delivered, self.rack.last_delivered) {
+            self.rack.dsack_seen = false;
+        }
+        if self.rack.dsack_seen {
+            self.rack.reo_wnd_steps = (self.rack.reo_wnd_steps + 1).min(0xff);
+            self.rack.dsack_seen = false;
+            self.rack.last_delivered = self.sock.delivered;
+            self.rack.reo_wnd_persist = RACK_RECOVERY_THRESH;
+        } else if self.rack.reo_wnd_persist == 0 {
+            self.rack.reo_wnd_steps = 1;
+        }
+    }
+
+    /// Linux `tcp_newreno_mark_lost`.
+    fn newreno_mark_lost(&mut self, snd_una_advanced: bool) {
+        let state = self.sock.ca_state;
+        if (state < CaState::Recovery && self.sock.sacked_out >= self.sock.reordering)
+            || (state == CaState::Recovery && snd_una_advanced)
+        {
+            if self.board.is_empty() {
+                return;
+            }
+            let head = self.sock.snd_una;
+            if self.board.get(head).sacked & LOST != 0 {
+                return;
+            }
+            self.mark_lost(head);
+        }
+    }
+
+    /// Linux `tcp_identify_packet_loss`.
+    fn identify_packet_loss(&mut self, flag: &mut u32) {
+        if self.board.is_empty() {
+            return;
+        }
+        if self.is_reno() {
+            self.newreno_mark_lost(*flag & FLAG_SND_UNA_ADVANCED != 0);
+        } else {
+            let prior_retrans = self.sock.retrans_out;
+            self.rack_mark_lost();
+            if prior_retrans > self.sock.retrans_out {
+                *flag |= FLAG_LOST_RETRANS;
+            }
+        }
+    }
+
+    // ---- Undo ----
+
+    fn init_undo(&mut self) {
+        self.undo_marker = Some(self.sock.snd_una);
+        self.undo_retrans = if self.sock.retrans_out > 0 { self.sock.retrans_out as i32 } else { -1 };
+    }
+
+    fn may_undo(&self) -> bool {
+        self.undo_marker.is_some() && (self.undo_retrans == 0 || self.packet_delayed())
+    }
+
+    /// Linux `tcp_undo_cwnd_reduction`.
+    fn undo_cwnd_reduction(&mut self, unmark_loss: bool) {
+        if unmark_loss {
+            for seq in self.board.iter_seqs() {
+                self.board.get_mut(seq).sacked &= !LOST;
+            }
+            self.sock.lost_out = 0;
+            self.board.clear_retransmit_queue();
+            self.relink_unsacked();
+        }
+        if self.prior_ssthresh != 0 {
+            self.sock.cwnd = self.cc.undo_cwnd(&mut self.sock).max(1);
+            if self.prior_ssthresh > self.sock.ssthresh {
+                self.sock.ssthresh = self.prior_ssthresh;
+            }
+        }
+        self.sock.cwnd_stamp = self.sock.jiffies;
+        self.undo_marker = None;
+        self.rack.advanced = true;
+        self.counters.undos += 1;
+    }
+
+    /// After unmarking losses, segments in flight rejoin the time-ordered list.
+    fn relink_unsacked(&mut self) {
+        let mut v: Vec<(u64, u32)> = self
+            .board
+            .iter_seqs()
+            .filter(|&s| self.board.get(s).sacked & SACKED_ACKED == 0)
+            .map(|s| (self.board.get(s).xmit_us, s))
+            .collect();
+        v.sort_unstable();
+        for (_, s) in v {
+            self.board.ts_append(s);
+        }
+    }
+
+    fn try_undo_recovery(&mut self) -> bool {
+        if self.may_undo() {
+            self.undo_cwnd_reduction(false);
+        } else if self.rack.reo_wnd_persist > 0 {
+            self.rack.reo_wnd_persist -= 1;
+        }
+        if self.sock.snd_una == self.high_seq && self.is_reno() {
+            // NewReno holds the state until data above high_seq is acknowledged.
+            if !self.any_retrans_done() {
+                self.retrans_stamp = 0;
+            }
+            return true;
+        }
+        self.set_ca_state(CaState::Open);
+        self.is_sack_reneg = false;
+        false
+    }
+
+    fn try_undo_dsack(&mut self) -> bool {
+        if self.undo_marker.is_some() && self.undo_retrans == 0 {
+            self.rack.reo_wnd_persist = (self.rack.reo_wnd_persist + 1).min(RACK_RECOVERY_THRESH);
+            self.undo_cwnd_reduction(false);
+            return true;
+        }
+        false
+    }
+
+    fn try_undo_loss(&mut self, frto_undo: bool) -> bool {
+        if frto_undo || self.may_undo() {
+            self.undo_cwnd_reduction(true);
+            self.retransmits = 0;
+            if frto_undo || self.is_sack() {
+                self.set_ca_state(CaState::Open);
+                self.is_sack_reneg = false;
+            }
+            return true;
+        }
+        false
+    }
+
+    fn try_undo_partial(&mut self, prior_snd_una: u32) -> bool {
+        if self.undo_marker.is_some() && self.packet_delayed() {
+            self.check_sack_reordering(prior_snd_una, true);
+            if self.sock.retrans_out > 0 {
+                return true;
+            }
+            if !self.any_retrans_done() {
+                self.retrans_stamp = 0;
+            }
+            self.undo_cwnd_reduction(true);
+            self.try_keep_open();
+            return true;
+        }
+        false
+    }
+
+    // ---- Cwnd reduction (PRR, RFC 6937) ----
+
+    fn init_cwnd_reduction(&mut self) {
+        self.high_seq = self.sock.snd_nxt;
+        self.tlp_high_seq = None;
+        self.sock.cwnd_cnt = 0;
+        self.sock.prior_cwnd = self.sock.cwnd;
+        self.prr_delivered = 0;
+        self.prr_out = 0;
+        self.sock.ssthresh = self.cc.ssthresh(&mut self.sock);
+        if self.ecn_ok {
+            self.queue_cwr = true;
+        }
+    }
+
+    /// Linux `tcp_cwnd_reduction` (current mainline PRR).
+    fn cwnd_reduction(&mut self, newly_acked_sacked: u32, newly_lost: u32, flag: u32) {
+        if newly_acked_sacked == 0 || self.sock.prior_cwnd == 0 {
+            return;
+        }
+        let delta = self.sock.ssthresh as i64 - self.in_flight() as i64;
+        self.prr_delivered += newly_acked_sacked;
+        let mut sndcnt: i64;
+        if delta < 0 {
+            let dividend = self.sock.ssthresh as u64 * self.prr_delivered as u64 + self.sock.prior_cwnd as u64 - 1;
+            sndcnt = (dividend / self.sock.prior_cwnd as u64) as i64 - self.prr_out as i64;
+        } else {
+            sndcnt = (self.prr_delivered as i64 - self.prr_out as i64).max(newly_acked_sacked as i64);
+            if flag & FLAG_SND_UNA_ADVANCED != 0 && newly_lost == 0 {
+                sndcnt += 1;
+            }
+            sndcnt = sndcnt.min(delta);
+        }
+        sndcnt = sndcnt.max(if self.prr_out > 0 { 0 } else { 1 });
+        self.sock.cwnd = (self.in_flight() as i64 + sndcnt).max(1) as u32;
+    }
+
+    fn end_cwnd_reduction(&mut self) {
+        if self.cc.has_cong_control() {
+            return;
+        }
+        if self.sock.ssthresh < INFINITE_SSTHRESH
+            && (self.sock.ca_state == CaState::Cwr || self.undo_marker.is_some())
+        {
+            self.sock.cwnd = self.sock.ssthresh.max(1);
+            self.sock.cwnd_stamp = self.sock.jiffies;
+        }
+        self.ca_event(CaEvent::CompleteCwr);
+    }
+
+    fn enter_cwr(&mut self) {
+        self.prior_ssthresh = 0;
+        if self.sock.ca_state < CaState::Cwr {
+            self.undo_marker = None;
+            self.init_cwnd_reduction();
+            self.set_ca_state(CaState::Cwr);
+        }
+    }
+
+    fn try_keep_open(&mut self) {
+        let state = if self.left_out() > 0 || self.any_retrans_done() { CaState::Disorder } else { CaState::Open };
+        if self.sock.ca_state != state {
+            self.set_ca_state(state);
+            self.high_seq = self.sock.snd_nxt;
+        }
+    }
+
+    fn try_to_open(&mut self, flag: u32) {
+        if !self.any_retrans_done() {
+            self.retrans_stamp = 0;
+        }
+        if flag & FLAG_ECE != 0 {
+            self.enter_cwr();
+        }
+        if self.sock.ca_state != CaState::Cwr {
+            self.try_keep_open();
+        }
+    }
+
+    fn enter_recovery(&mut self, ece_ack: bool) {
+        self.counters.recoveries += 1;
+        self.prior_ssthresh = 0;
+        self.init_undo();
+        if !self.in_cwnd_reduction() {
+            if !ece_ack {
+                self.prior_ssthresh = self.current_ssthresh();
+            }
+            self.init_cwnd_reduction();
+        }
+        self.set_ca_state(CaState::Recovery);
+    }
+
+    fn time_to_recover(&self) -> bool {
+        if self.sock.lost_out > 0 {
+            return true;
+        }
+        // Without RACK (non-SACK), the classic dupthresh rule.
+        self.is_reno() && self.sock.sacked_out + 1 > self.sock.reordering
+    }
+
+    // ---- The state machine (tcp_fastretrans_alert) ----
+
+    fn fastretrans_alert(&mut self, prior_snd_una: u32, num_dupack: u32, flag: &mut u32, rexmit: &mut Rexmit) {
+        let ece_ack = *flag & FLAG_ECE != 0;
+        if self.sock.packets_out == 0 && self.sock.sacked_out > 0 {
+            self.sock.sacked_out = 0;
+        }
+        if ece_ack {
+            self.prior_ssthresh = 0;
+        }
+
+        // D. Exit conditions.
+        if self.sock.ca_state == CaState::Open {
+            self.retrans_stamp = 0;
+        } else if !seq_before(self.sock.snd_una, self.high_seq) {
+            match self.sock.ca_state {
+                CaState::Cwr => {
+                    if self.sock.snd_una != self.high_seq {
+                        self.end_cwnd_reduction();
+                        self.set_ca_state(CaState::Open);
+                    }
+                }
+                CaState::Recovery => {
+                    if self.is_reno() {
+                        self.reset_reno_sack();
+                    }
+                    if self.try_undo_recovery() {
+                        return;
+                    }
+                    self.end_cwnd_reduction();
+                }
+                _ => {}
+            }
+        }
+
+        // E. Process the state.
+        let mut fall_through = false;
+        match self.sock.ca_state {
+            CaState::Recovery => {
+                if *flag & FLAG_SND_UNA_ADVANCED == 0 {
+                    if self.is_reno() {
+                        self.add_reno_sack(num_dupack);
+                    }
+                } else if self.try_undo_partial(prior_snd_una) {
+                    return;
+                }
+                if self.try_undo_dsack() {
+                    self.try_keep_open();
+                    return;
+                }
+                self.identify_packet_loss(flag);
+            }
+            CaState::Loss => {
+                self.process_loss(*flag, num_dupack, rexmit);
+                self.identify_packet_loss(flag);
+                if !(self.sock.ca_state == CaState::Open || *flag & FLAG_LOST_RETRANS != 0) {
+                    return;
+                }
+                fall_through = true;
+            }
+            _ => fall_through = true,
+        }
+        if fall_through {
+            if self.is_reno() {
+                if *flag & FLAG_SND_UNA_ADVANCED != 0 {
+                    self.reset_reno_sack();
+                }
+                self.add_reno_sack(num_dupack);
+            }
+            if self.sock.ca_state <= CaState::Disorder {
+                self.try_undo_dsack();
+            }
+            self.identify_packet_loss(flag);
+            if !self.time_to_recover() {
+                self.try_to_open(*flag);
+                return;
+            }
+            self.enter_recovery(ece_ack);
+        }
+        *rexmit = Rexmit::Lost;
+    }
+
+    /// Linux `tcp_process_loss` (RTO recovery with F-RTO).
+    fn process_loss(&mut self, flag: u32, num_dupack: u32, rexmit: &mut Rexmit) {
+        let recovered = !seq_before(self.sock.snd_una, self.high_seq);
+        if flag & FLAG_SND_UNA_ADVANCED != 0 && self.try_undo_loss(false) {
+            return;
+        }
+        if self.frto {
+            if flag & FLAG_ORIG_SACK_ACKED != 0 && self.try_undo_loss(true) {
+                return;
+            }
+            if seq_after(self.sock.snd_nxt, self.high_seq) {
+                if flag & FLAG_DATA_SACKED != 0 || num_dupack > 0 {
+                    self.frto = false;
+                }
+            } else if flag & FLAG_SND_UNA_ADVANCED != 0 && !recovered {
+                self.high_seq = self.sock.snd_nxt;
+                // F-RTO step 2.b: send new data rather than retransmit.
+                if self.has_new_data() && seq_after(self.snd_wnd_end, self.sock.snd_nxt) {
+                    *rexmit = Rexmit::New;
+                    return;
+                }
+                self.frto = false;
+            }
+        }
+        if recovered {
+            self.try_undo_recovery();
+            return;
+        }
+        if self.is_reno() {
+            if seq_after(self.sock.snd_nxt, self.high_seq) && num_dupack > 0 {
+                self.add_reno_sack(num_dupack);
+            } else if flag & FLAG_SND_UNA_ADVANCED != 0 {
+                self.reset_reno_sack();
+            }
+        }
+        *rexmit = Rexmit::Lost;
+    }
+
+    /// Linux `tcp_process_tlp_ack`.
+    fn process_tlp_ack(&mut self, ack: u32, flag: u32) {
+        let Some(tlp_high) = self.tlp_high_seq else { return };
+        if seq_before(ack, tlp_high) {
+            return;
+        }
+        if !self.tlp_retrans {
+            self.tlp_high_seq = None;
+        } else if flag & FLAG_DSACK_TLP != 0 {
+            self.tlp_high_seq = None;
+        } else if seq_after(ack, tlp_high) {
+            // The probe repaired a loss: reduce cwnd once.
+            self.init_cwnd_reduction();
+            self.set_ca_state(CaState::Cwr);
+            self.end_cwnd_reduction();
+            self.try_keep_open();
+        } else if flag & (FLAG_SND_UNA_ADVANCED | FLAG_NOT_DUP | FLAG_DATA_SACKED) == 0 {
+            self.tlp_high_seq = None;
+        }
+    }
+
+    // ---- Congestion control hook (tcp_cong_control) ----
+
+    fn cong_control(&mut self, ack: u32, acked_sacked: u32, flag: u32, rs: &RateSample) {
+        if self.cc.has_cong_control() {
+            self.cc.cong_control(&mut self.sock, rs);
+            self.sock.cwnd = self.sock.cwnd.max(1);
+            return;
+        }
+        if self.in_cwnd_reduction() {
+            self.cwnd_reduction(acked_sacked, rs.losses, flag);
+        } else if self.may_raise_cwnd(flag) {
+            self.cc.cong_avoid(&mut self.sock, ack, acked_sacked);
+            self.sock.cwnd = self.sock.cwnd.max(1);
+            self.sock.cwnd_stamp = self.sock.jiffies;
+        }
+        self.update_pacing_rate();
+    }
+
+    /// Linux `tcp_update_pacing_rate`.
+    fn update_pacing_rate(&mut self) {
+        let mut rate = self.cfg.mss as u64 * ((1_000_000 / 100) << 3);
+        if self.sock.cwnd < self.sock.ssthresh / 2 {
+            rate *= PACING_SS_RATIO;
+        } else {
+            rate *= PACING_CA_RATIO;
+        }
+        rate *= self.sock.cwnd.max(self.sock.packets_out) as u64;
+        if self.sock.srtt_us8 != 0 {
+            rate /= self.sock.srtt_us8 as u64;
+        }
+        self.sock.pacing_rate = rate.min(self.sock.max_pacing_rate);
+    }
+
+    // ---- Delivery rate (tcp_rate.c) ----
+
+    fn rate_skb_sent(&mut self, seq: u32) {
+        if self.sock.packets_out == 0 {
+            let t = self.now_us();
+            self.first_tx_mstamp = t;
+            self.sock.delivered_mstamp = t;
+        }
+        let in_flight = self.in_flight();
+        let seg = self.board.get_mut(seq);
+        seg.tx_first_tx_mstamp = self.first_tx_mstamp;
+        seg.tx_delivered_mstamp = self.sock.delivered_mstamp;
+        seg.tx_delivered = self.sock.delivered;
+        seg.tx_app_limited = self.sock.app_limited != 0;
+        seg.tx_in_flight = in_flight;
+    }
+
+    /// Linux `tcp_rate_skb_delivered`: the most recently sent of the segments this
+    /// ACK delivers (cumulatively or by SACK) defines the rate sample.
+    fn rate_skb_delivered(&mut self, seq: u32, rs: &mut RateSample) {
+        let seg = *self.board.get(seq);
+        if seg.tx_delivered_mstamp == 0 {
+            return;
+        }
+        let tx = seg.xmit_us;
+        if rs.prior_delivered == 0 || sent_after(tx, self.first_tx_mstamp, seq + 1, rs.last_end_seq)
+        {
+            rs.prior_delivered = seg.tx_delivered;
+            rs.prior_mstamp = seg.tx_delivered_mstamp;
+            rs.is_app_limited = seg.tx_app_limited;
+            rs.is_retrans = seg.sacked & RETRANS != 0;
+            rs.last_end_seq = seq + 1;
+            self.first_tx_mstamp = tx;
+            rs.first_tx_at_send = seg.tx_first_tx_mstamp;
+            rs.snd_interval_us = tx as i64 - seg.tx_first_tx_mstamp as i64;
+        }
+        if seg.sacked & SACKED_ACKED != 0 {
+            self.board.get_mut(seq).tx_delivered_mstamp = 0;
+        }
+    }
+
+    fn rate_gen(&mut self, delivered: u32, lost: u32, is_sack_reneg: bool, rs: &mut RateSample) {
+        if self.sock.app_limited != 0 && seq_after(self.sock.delivered, self.sock.app_limited) {
+            self.sock.app_limited = 0;
+        }
+        if delivered > 0 {
+            self.sock.delivered_mstamp = self.now_us();
+        }
+        rs.acked_sacked = delivered;
+        rs.losses = lost;
+        if rs.prior_mstamp == 0 || is_sack_reneg {
+            rs.delivered = -1;
+            rs.interval_us = -1;
+            return;
+        }
+        rs.delivered = (self.sock.delivered - rs.prior_delivered) as i64;
+        let snd_us = rs.snd_interval_us;
+        let ack_us = self.now_us() as i64 - rs.prior_mstamp as i64;
+        rs.interval_us = snd_us.max(ack_us);
+        rs.snd_interval_us = snd_us;
+        rs.rcv_interval_us = ack_us;
+        let min_rtt = self.sock.min_rtt_us();
+        if rs.interval_us < min_rtt as i64 {
+            rs.interval_us = -1;
+            return;
+        }
+        if rs.interval_us > 0 {
+            self.last_delivery_rate_bps =
+                (rs.delivered as u64 * self.cfg.mss as u64 * 8 * 1_000_000) / rs.interval_us as u64;
+        }
+        if !rs.is_app_limited
+            || rs.delivered as u64 * self.sock.rate_interval_us as u64
+                >= self.sock.rate_delivered as u64 * rs.interval_us as u64
+        {
+            self.sock.rate_delivered = rs.delivered as u32;
+            self.sock.rate_interval_us = rs.interval_us as u32;
+            self.sock.rate_app_limited = rs.is_app_limited;
+        }
+    }
+
+    /// Linux `tcp_rate_check_app_limited`.
+    fn rate_check_app_limited(&mut self) {
+        if !self.has_new_data() && self.in_flight() < self.sock.cwnd && self.sock.lost_out <= self.sock.retrans_out {
+            let v = self.sock.delivered + self.in_flight();
+            self.sock.app_limited = if v == 0 { 1 } else { v };
+        }
+    }
+
+    // ---- Timers ----
+
+    /// Linux `tcp_rearm_rto`.
+    fn rearm_rto(&mut self) {
+        if self.sock.packets_out == 0 {
+            if matches!(self.xmit_timer, Some((XmitTimer::Retrans, _))) || self.xmit_timer.is_some() {
+                self.xmit_timer = None;
+            }
+            return;
+        }
+        let mut rto = self.rto_jiffies;
+        if matches!(self.xmit_timer, Some((XmitTimer::ReoTimeout | XmitTimer::LossProbe, _))) {
+            let delta_us = self.rto_delta_us().max(1) as u64;
+            rto = usecs_to_jiffies(delta_us, self.hz());
+        }
+        self.reset_xmit_timer(XmitTimer::Retrans, rto);
+    }
+
+    /// Linux `tcp_rto_delta_us`: time left until the RTO of the head segment.
+    fn rto_delta_us(&self) -> i64 {
+        let rto_us = jiffies_to_usecs(self.rto_jiffies, self.hz()) as i64;
+        if self.board.is_empty() {
+            return rto_us;
+        }
+        let head = self.board.get(self.sock.snd_una).xmit_us as i64;
+        head + rto_us - self.now_us() as i64
+    }
+
+    /// Linux `tcp_schedule_loss_probe`.
+    fn schedule_loss_probe(&mut self, advancing_rto: bool) -> bool {
+        if !self.cfg.tlp
+            || self.sock.packets_out == 0
+            || !self.is_sack()
+            || !matches!(self.sock.ca_state, CaState::Open | CaState::Cwr)
+        {
+            return false;
+        }
+        let mut timeout = if self.rtt.has_sample() {
+            let mut t_us = (self.rtt.srtt_us8 >> 2) as u64;
+            if self.sock.packets_out == 1 {
+                t_us += self.cfg.rto_min_us as u64;
+            } else {
+                t_us += TCP_TIMEOUT_MIN_US;
+            }
+            usecs_to_jiffies(t_us, self.hz())
+        } else {
+            initial_rto_jiffies(self.hz())
+        };
+        let rto_delta_us =
+            if advancing_rto { jiffies_to_usecs(self.rto_jiffies, self.hz()) as i64 } else { self.rto_delta_us() };
+        if rto_delta_us > 0 {
+            timeout = timeout.min(usecs_to_jiffies(rto_delta_us as u64, self.hz()));
+        }
+        self.reset_xmit_timer(XmitTimer::LossProbe, timeout);
+        true
+    }
+
+    fn set_xmit_timer(&mut self) {
+        if !self.schedule_loss_probe(true) {
+            self.rearm_rto();
+        }
+    }
+
+    /// Linux `tcp_rack_reo_timeout`.
+    fn rack_reo_timeout(&mut self, out: &mut Vec<Packet>) {
+        let lost_before = self.sock.lost;
+        let prior_inflight = self.in_flight();
+        self.rack_detect_loss_and_rearm();
+        if prior_inflight != self.in_flight() {
+            if self.sock.ca_state != CaState::Recovery {
+                self.enter_recovery(false);
+                if !self.cc.has_cong_control() {
+                    let newly_lost = self.sock.lost - lost_before;
+                    self.cwnd_reduction(1, newly_lost, 0);
+                }
+            }
+            self.xmit_retransmit_queue(out);
+        }
+        if !matches!(self.xmit_timer, Some((XmitTimer::Retrans, _))) {
+            self.rearm_rto();
+        }
+    }
+
+    fn rack_detect_loss_and_rearm(&mut self) {
+        let timeout = self.rack_detect_loss();
+        if timeout > 0 {
+            let when = usecs_to_jiffies(timeout as u64, self.hz()) + TCP_TIMEOUT_MIN_JIFFIES;
+            self.reset_xmit_timer(XmitTimer::ReoTimeout, when);
+        }
+    }
+
+    /// Linux `tcp_send_loss_probe`.
+    fn send_loss_probe(&mut self, out: &mut Vec<Packet>) {
+        self.counters.tlps += 1;
+        if self.tlp_high_seq.is_none() {
+            self.tlp_retrans = false;
+            let mut probe_sent = false;
+            if self.has_new_data() && seq_before(self.sock.snd_nxt, self.snd_wnd_end) {
+                let before = self.sock.packets_out;
+                self.write_xmit(out, PushMode::Probe);
+                probe_sent = self.sock.packets_out > before;
+            }
+            if !probe_sent && !self.board.is_empty() {
+                let last = self.sock.snd_nxt - 1;
+                let s = self.board.get(last).sacked;
+                if s & SACKED_ACKED == 0 {
+                    self.retransmit_one(last, out);
+                    self.tlp_retrans = true;
+                    probe_sent = true;
+                }
+            }
+            if probe_sent {
+                self.tlp_high_seq = Some(self.sock.snd_nxt);
+                // Rearm from now.
+                self.xmit_timer = None;
+            } else {
+                self.counters.tlps -= 1;
+            }
+        } else {
+            self.counters.tlps -= 1;
+        }
+        self.rearm_rto();
+    }
+
+    /// Linux `tcp_retransmit_timer` (RTO expiry).
+    fn retransmit_timer(&mut self, out: &mut Vec<Packet>) {
+        if self.sock.packets_out == 0 {
+            return;
+        }
+        self.counters.rtos += 1;
+        self.enter_loss();
+        self.retransmits += 1;
+        let head = self.sock.snd_una;
+        self.retransmit_one(head, out);
+        // Exponential backoff.
+        self.rto_jiffies = (self.rto_jiffies << 1).min(usecs_to_jiffies(super::rtt::RTO_MAX_US, self.hz()));
+        self.reset_xmit_timer(XmitTimer::Retrans, self.rto_jiffies);
+    }
+
+    /// Linux `tcp_enter_loss`.
+    fn enter_loss(&mut self) {
+        let new_recovery = self.sock.ca_state < CaState::Recovery;
+        self.timeout_mark_lost();
+        if self.sock.ca_state <= CaState::Disorder
+            || !seq_after(self.high_seq, self.sock.snd_una)
+            || (self.sock.ca_state == CaState::Loss && self.retransmits == 0)
+        {
+            self.prior_ssthresh = self.current_ssthresh();
+            self.sock.prior_cwnd = self.sock.cwnd;
+            self.sock.ssthresh = self.cc.ssthresh(&mut self.sock);
+            self.ca_event(CaEvent::Loss);
+            self.init_undo();
+        }
+        self.sock.cwnd = self.in_flight() + 1;
+        self.sock.cwnd_cnt = 0;
+        self.sock.cwnd_stamp = self.sock.jiffies;
+        if self.sock.ca_state <= CaState::Disorder && self.sock.sacked_out >= SYSCTL_REORDERING {
+            self.sock.reordering = self.sock.reordering.min(SYSCTL_REORDERING);
+        }
+        self.set_ca_state(CaState::Loss);
+        self.high_seq = self.sock.snd_nxt;
+        self.tlp_high_seq = None;
+        if self.ecn_ok {
+            self.queue_cwr = true;
+        }
+        self.frto = self.cfg.frto && (new_recovery || self.retransmits > 0);
+    }
+
+    /// Linux `tcp_timeout_mark_lost`.
+    fn timeout_mark_lost(&mut self) {
+        if self.is_reno() {
+            self.reset_reno_sack();
+        }
+        let head = self.sock.snd_una;
+        let now = self.now_us() as i64;
+        for seq in self.board.iter_seqs() {
+            let seg = *self.board.get(seq);
+            if seq != head {
+                let remaining = self.rack.rtt_us as i64 - (now - seg.xmit_us as i64);
+                if remaining > 0 {
+                    continue;
+                }
+            }
+            self.mark_lost(seq);
+        }
+    }
+
+    // ---- Transmission ----
+
+    fn xmit_recovery(&mut self, rexmit: Rexmit, out: &mut Vec<Packet>) {
+        if rexmit == Rexmit::None {
+            return;
+        }
+        if rexmit == Rexmit::New {
+            self.write_xmit(out, PushMode::Normal);
+            if seq_after(self.sock.snd_nxt, self.high_seq) {
+                return;
+            }
+            self.frto = false;
+        }
+        self.xmit_retransmit_queue(out);
+    }
+
+    /// Linux `tcp_xmit_retransmit_queue`.
+    fn xmit_retransmit_queue(&mut self, out: &mut Vec<Packet>) {
+        if self.sock.packets_out == 0 {
+            return;
+        }
+        let mut rearm = false;
+        loop {
+            if self.pacing_check() {
+                break;
+            }
+            if self.sock.cwnd as i64 - self.in_flight() as i64 <= 0 {
+                break;
+            }
+            if self.sock.retrans_out >= self.sock.lost_out {
+                break;
+            }
+            let Some(seq) = self.board.next_retransmit() else { break };
+            self.retransmit_one(seq, out);
+            if self.in_cwnd_reduction() {
+                self.prr_out += 1;
+            }
+            if seq == self.sock.snd_una && !matches!(self.xmit_timer, Some((XmitTimer::ReoTimeout, _))) {
+                rearm = true;
+            }
+        }
+        if rearm {
+            self.reset_xmit_timer(XmitTimer::Retrans, self.rto_jiffies);
+        }
+    }
+
+    /// Linux `tcp_retransmit_skb` for one segment.
+    fn retransmit_one(&mut self, seq: u32, out: &mut Vec<Packet>) {
+        let now = self.now_us();
+        {
+            let seg = self.board.get_mut(seq);
+            seg.xmit_us = now;
+            if seg.sacked & SACKED_RETRANS == 0 {
+                seg.sacked |= RETRANS;
+                self.sock.retrans_out += 1;
+            } else {
+                seg.sacked |= RETRANS;
+            }
+        }
+        self.board.ts_append(seq);
+        self.rate_skb_sent(seq);
+        if self.retrans_stamp == 0 {
+            self.retrans_stamp = ts_clock(self.sock.now);
+        }
+        if self.undo_retrans < 0 {
+            self.undo_retrans = 0;
+        }
+        self.undo_retrans += 1;
+        self.total_retrans += 1;
+        self.counters.retransmissions += 1;
+        self.emit(seq, true, out);
+    }
+
+    /// Sends one data segment onto the wire.
+    fn emit(&mut self, seq: u32, retransmission: bool, out: &mut Vec<Packet>) {
+        if self.in_flight() == 0 && !retransmission {
+            self.ca_event(CaEvent::TxStart);
+        }
+        self.sock.lsndtime = self.sock.jiffies;
+        let payload = self.seg_payload(seq);
+        // RFC 3168: the first data packet after a reduction carries CWR.
+        let cwr = std::mem::take(&mut self.queue_cwr);
+        let seg = DataSegment {
+            seq,
+            payload,
+            tsval: ts_clock(self.sock.now),
+            retransmission,
+            ce: false,
+            ect: self.ecn_ok,
+            cwr,
+        };
+        let pkt = Packet::data(self.flow, seg);
+        self.counters.segments_sent += 1;
+        self.counters.bytes_sent += payload as u64;
+        self.data_segs_out += 1;
+        self.pacing_after_send(pkt.wire_bytes as u64);
+        out.push(pkt);
+    }
+
+    /// Linux `tcp_update_skb_after_send` for internal pacing.
+    fn pacing_after_send(&mut self, len: u64) {
+        if self.sock.pacing_status == PacingStatus::None {
+            return;
+        }
+        let rate = self.sock.pacing_rate;
+        let now = self.sock.now.0;
+        let prior = self.wstamp_ns;
+        self.wstamp_ns = self.wstamp_ns.max(now);
+        if rate != 0 && rate != u64::MAX && self.data_segs_out >= 10 {
+            let mut len_ns = len * NS_PER_SEC / rate;
+            let credit = self.wstamp_ns - prior;
+            len_ns -= (len_ns / 2).min(credit);
+            self.wstamp_ns += len_ns;
+        }
+    }
+
+    /// Linux `tcp_pacing_check`: true if pacing holds the next packet back.
+    fn pacing_check(&mut self) -> bool {
+        if self.sock.pacing_status == PacingStatus::None {
+            return false;
+        }
+        if self.wstamp_ns <= self.sock.now.0 {
+            return false;
+        }
+        if self.pacing_timer.is_none() {
+            self.pacing_timer = Some(Time(self.wstamp_ns));
+        }
+        true
+    }
+
+    /// Linux `tcp_write_xmit` for new data. Returns the number of segments sent.
+    fn write_xmit(&mut self, out: &mut Vec<Packet>, mode: PushMode) -> u32 {
+        if self.state != ConnState::Established {
+            return 0;
+        }
+        let mut sent = 0u32;
+        let mut is_cwnd_limited = false;
+        self.sndbuf_limited = false;
+        loop {
+            if !self.has_new_data() {
+                self.rate_check_app_limited();
+                break;
+            }
+            if self.pacing_check() {
+                break;
+            }
+            let in_flight = self.in_flight();
+            if in_flight >= self.sock.cwnd && mode != PushMode::Probe {
+                break;
+            }
+            // Receive window.
+            if !seq_before(self.sock.snd_nxt, self.snd_wnd_end) {
+                break;
+            }
+            // Send buffer: unacknowledged payload must fit.
+            let outstanding = (self.sock.snd_nxt - self.sock.snd_una + 1) as u64 * self.cfg.mss as u64;
+            if outstanding > self.cfg.sndbuf {
+                self.sndbuf_limited = true;
+                break;
+            }
+            self.transmit_new(out);
+            sent += 1;
+            if mode == PushMode::Probe {
+                break;
+            }
+        }
+        is_cwnd_limited |= self.in_flight() >= self.sock.cwnd;
+        if sent > 0 {
+            if self.in_cwnd_reduction() {
+                self.prr_out += sent;
+            }
+            if mode != PushMode::Probe {
+                self.schedule_loss_probe(false);
+            }
+        }
+        if sent > 0 || is_cwnd_limited {
+            self.cwnd_validate(is_cwnd_limited);
+        }
+        sent
+    }
+
+    fn transmit_new(&mut self, out: &mut Vec<Packet>) {
+        let prior_packets = self.sock.packets_out;
+        let seq = self.board.push_new(SegState::new(self.now_us()));
+        debug_assert_eq!(seq, self.sock.snd_nxt);
+        self.rate_skb_sent(seq);
+        self.emit(seq, false, out);
+        self.sock.snd_nxt += 1;
+        self.sock.packets_out += 1;
+        if prior_packets == 0 || matches!(self.xmit_timer, Some((XmitTimer::LossProbe, _))) {
+            self.rearm_rto();
+        }
+    }
+
+    /// Linux `tcp_cwnd_validate`.
+    fn cwnd_validate(&mut self, is_cwnd_limited: bool) {
+        if !seq_before(self.sock.snd_una, self.sock.cwnd_usage_seq)
+            || is_cwnd_limited
+            || (!self.sock.is_cwnd_limited && self.sock.packets_out > self.sock.max_packets_out)
+        {
+            self.sock.is_cwnd_limited = is_cwnd_limited;
+            self.sock.max_packets_out = self.sock.packets_out;
+            self.sock.cwnd_usage_seq = self.sock.snd_nxt;
+        }
+        if self.sock.is_cwnd_limited() {
+            self.snd_cwnd_used = 0;
+            self.sock.cwnd_stamp = self.sock.jiffies;
+        } else {
+            if self.sock.packets_out > self.snd_cwnd_used {
+                self.snd_cwnd_used = self.sock.packets_out;
+            }
+            if self.cfg.slow_start_after_idle
+                && (self.sock.jiffies.wrapping_sub(self.sock.cwnd_stamp) as i64) >= self.rto_jiffies as i64
+                && !self.cc.has_cong_control()
+            {
+                self.cwnd_application_limited();
+            }
+        }
+    }
+
+    /// Linux `tcp_cwnd_application_limited`.
+    fn cwnd_application_limited(&mut self) {
+        if self.sock.ca_state == CaState::Open && !self.sndbuf_limited {
+            let win_used = self.snd_cwnd_used.max(self.cfg.initial_cwnd);
+            if win_used < self.sock.cwnd {
+                self.sock.ssthresh = self.current_ssthresh();
+                self.sock.cwnd = (self.sock.cwnd + win_used) >> 1;
+            }
+            self.snd_cwnd_used = 0;
+        }
+        self.sock.cwnd_stamp = self.sock.jiffies;
+    }
+
+    // ------------------------------------------------------------------
+    // Introspection for records and invariants
+    // ------------------------------------------------------------------
+
+    pub fn in_flight_packets(&self) -> u32 {
+        self.in_flight()
+    }
+
+    /// Checks the scoreboard counters against the per-segment flags (O(window);
+    /// for tests and end-of-run checks).
+    pub fn check_counters(&self) -> Result<(), String> {
+        let (mut sacked, mut lost, mut retrans) = (0u32, 0u32, 0u32);
+        for seq in self.board.iter_seqs() {
+            let s = self.board.get(seq).sacked;
+            if s & SACKED_ACKED != 0 {
+                sacked += 1;
+            }
+            if s & LOST != 0 {
+                lost += 1;
+            }
+            if s & SACKED_RETRANS != 0 {
+                retrans += 1;
+            }
+        }
+        let packets = self.board.len() as u32;
+        if packets != self.sock.packets_out {
+            return Err(format!("flow {}: packets_out {} but {} segments held", self.flow, self.sock.packets_out, packets));
+        }
+        if self.is_sack() && sacked != self.sock.sacked_out {
+            return Err(format!("flow {}: sacked_out {} but {} flagged", self.flow, self.sock.sacked_out, sacked));
+        }
+        if lost != self.sock.lost_out {
+            return Err(format!("flow {}: lost_out {} but {} flagged", self.flow, self.sock.lost_out, lost));
+        }
+        if retrans != self.sock.retrans_out {
+            return Err(format!("flow {}: retrans_out {} but {} flagged", self.flow, self.sock.retrans_out, retrans));
+        }
+        if self.sock.cwnd == 0 {
+            return Err(format!("flow {}: cwnd is 0", self.flow));
+        }
+        Ok(())
+    }
+
+    pub fn syn_pending(&self) -> bool {
+        self.state == ConnState::SynSent
+    }
+
+    pub fn dur_since_start(&self) -> Dur {
+        Dur(self.sock.now.0.saturating_sub(self.counters.start_ns))
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum PushMode {
+    Normal,
+    /// A tail loss probe: one segment, even beyond cwnd.
+    Probe,
+}
+
+/// Linux `tcp_skb_sent_after`: t1 later than t2, ties broken by sequence.
+fn sent_after(t1: u64, t2: u64, seq1: u32, seq2: u32) -> bool {
+    t1 > t2 || (t1 == t2 && seq_after(seq1, seq2))
+}
+
+/// Timestamp clock value of a microsecond instant.
+fn ts_of_us(us: u64) -> u32 {
+    (us / 1000) as u32 + 1
+}
