@@ -111,6 +111,10 @@ impl Rate {
     /// nanosecond so that the link can never exceed its rate.
     pub fn tx_time(self, bytes: u64) -> Dur {
         debug_assert!(self.0 > 0);
+        // 64-bit arithmetic for packet-sized amounts (the hot path), 128-bit otherwise.
+        if bytes < (1 << 31) {
+            return Dur((bytes * 8 * NS_PER_SEC).div_ceil(self.0));
+        }
         let bits = bytes as u128 * 8 * NS_PER_SEC as u128;
         Dur(bits.div_ceil(self.0 as u128) as u64)
     }
@@ -130,7 +134,10 @@ impl Rate {
 /// Linux's jiffies clock: the tick count at `t` for a kernel built with `hz` ticks
 /// per second (wrapping like the kernel's 32-bit `tcp_jiffies32`).
 pub fn jiffies_at(t: Time, hz: u32) -> u32 {
-    ((t.0 as u128 * hz as u128) / NS_PER_SEC as u128) as u32
+    match t.0.checked_mul(hz as u64) {
+        Some(x) => (x / NS_PER_SEC) as u32,
+        None => ((t.0 as u128 * hz as u128) / NS_PER_SEC as u128) as u32,
+    }
 }
 
 /// The instant at which the jiffies clock reaches tick `j` (first nanosecond of it).

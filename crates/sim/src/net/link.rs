@@ -19,15 +19,21 @@ pub struct LinkStats {
     pub drops_queue: u64,
     pub drops_random: u64,
     pub drops_aqm: u64,
-    /// Per-flow drops (queue + AQM + random), indexed by flow.
+    /// Per-flow drops of data packets (queue + AQM + random), indexed by flow.
     pub flow_drops: Vec<u64>,
-    /// Per-flow random (non-congestion) drops.
+    /// Per-flow random (non-congestion) drops of data packets.
     pub flow_random_drops: Vec<u64>,
+    /// Drops of packets that carry no data (SYNs, ACKs).
+    pub control_drops: u64,
 }
 
 impl LinkStats {
-    fn count_drop(&mut self, flow: u32, random: bool) {
-        let f = flow as usize;
+    fn count_drop(&mut self, pkt: &Packet, random: bool) {
+        if !pkt.is_data() {
+            self.control_drops += 1;
+            return;
+        }
+        let f = pkt.flow as usize;
         if self.flow_drops.len() <= f {
             self.flow_drops.resize(f + 1, 0);
             self.flow_random_drops.resize(f + 1, 0);
@@ -80,7 +86,7 @@ impl Link {
         self.stats.arrivals += 1;
         if self.loss.lose(now.0) {
             self.stats.drops_random += 1;
-            self.stats.count_drop(pkt.flow, true);
+            self.stats.count_drop(&pkt, true);
             return Err(pkt);
         }
         if self.in_service.is_none() && self.qdisc.backlog_packets() == 0 {
@@ -88,7 +94,7 @@ impl Link {
             // still goes through the discipline so AQMs see it.
             if let Enqueued::Dropped(p) = self.qdisc.enqueue(now, pkt) {
                 self.stats.drops_queue += 1;
-                self.stats.count_drop(p.flow, false);
+                self.stats.count_drop(&p, false);
                 return Err(p);
             }
             return Ok(self.start_next(now));
@@ -97,7 +103,7 @@ impl Link {
             Enqueued::Accepted => Ok(None),
             Enqueued::Dropped(p) => {
                 self.stats.drops_queue += 1;
-                self.stats.count_drop(p.flow, false);
+                self.stats.count_drop(&p, false);
                 Err(p)
             }
         }
@@ -107,10 +113,9 @@ impl Link {
         debug_assert!(self.in_service.is_none());
         self.scratch_drops.clear();
         let next = self.qdisc.dequeue(now, &mut self.scratch_drops);
-        for i in 0..self.scratch_drops.len() {
-            let f = self.scratch_drops[i].flow;
+        for p in &self.scratch_drops {
             self.stats.drops_aqm += 1;
-            self.stats.count_drop(f, false);
+            self.stats.count_drop(p, false);
         }
         let pkt = next?;
         let done = now + self.rate.tx_time(pkt.wire_bytes as u64);

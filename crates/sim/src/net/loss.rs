@@ -20,6 +20,8 @@ pub enum LossSpec {
     GilbertElliott { p_gb: f64, p_bg: f64, loss_good: f64, loss_bad: f64 },
     /// The first packet arriving at or after each listed instant (ns) is lost.
     Scheduled { at_ns: Vec<u64> },
+    /// Every packet arriving within one of the [start, end) windows (ns) is lost.
+    Outages { windows_ns: Vec<(u64, u64)> },
 }
 
 impl LossSpec {
@@ -38,7 +40,7 @@ impl LossSpec {
                 let pi_bad = p_gb / (p_gb + p_bg);
                 (1.0 - pi_bad) * loss_good + pi_bad * loss_bad
             }
-            LossSpec::Scheduled { .. } => 0.0,
+            LossSpec::Scheduled { .. } | LossSpec::Outages { .. } => 0.0,
         }
     }
 
@@ -59,6 +61,12 @@ impl LossSpec {
                 prob("loss_bad", loss_bad)
             }
             LossSpec::Scheduled { .. } => Ok(()),
+            LossSpec::Outages { ref windows_ns } => {
+                if windows_ns.iter().any(|&(a, b)| b <= a) {
+                    return Err(format!("{field}.windows: each outage must end after it starts"));
+                }
+                Ok(())
+            }
         }
     }
 }
@@ -76,6 +84,8 @@ enum Kind {
     GilbertElliott { to_bad: Bernoulli, to_good: Bernoulli, good: Bernoulli, bad: Bernoulli, in_bad: bool },
     /// Pending instants, latest first.
     Scheduled(Vec<u64>),
+    /// Windows sorted by start; index of the first not yet over.
+    Outages(Vec<(u64, u64)>, usize),
 }
 
 impl LossProcess {
@@ -96,6 +106,11 @@ impl LossProcess {
                 let mut v = at_ns.clone();
                 v.sort_unstable_by(|a, b| b.cmp(a));
                 Kind::Scheduled(v)
+            }
+            LossSpec::Outages { ref windows_ns } => {
+                let mut v = windows_ns.clone();
+                v.sort_unstable();
+                Kind::Outages(v, 0)
             }
         };
         LossProcess { kind, rng }
@@ -130,6 +145,12 @@ impl LossProcess {
                 }
                 _ => false,
             },
+            Kind::Outages(windows, next) => {
+                while *next < windows.len() && windows[*next].1 <= now_ns {
+                    *next += 1;
+                }
+                *next < windows.len() && windows[*next].0 <= now_ns
+            }
         }
     }
 }
@@ -161,6 +182,13 @@ mod tests {
         let mut l = LossProcess::new(&LossSpec::Scheduled { at_ns: vec![50, 10] }, Rng::stream(1, "x"));
         let lost: Vec<u64> = [5u64, 12, 13, 49, 60, 61].iter().copied().filter(|&t| l.lose(t)).collect();
         assert_eq!(lost, vec![12, 60]);
+    }
+
+    #[test]
+    fn outages_drop_everything_inside_their_windows() {
+        let mut l = LossProcess::new(&LossSpec::Outages { windows_ns: vec![(10, 20), (30, 31)] }, Rng::stream(1, "x"));
+        let lost: Vec<u64> = (0..40).filter(|&t| l.lose(t)).collect();
+        assert_eq!(lost, (10..20).chain([30]).collect::<Vec<_>>());
     }
 
     #[test]

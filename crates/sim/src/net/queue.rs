@@ -24,7 +24,7 @@ pub enum Enqueued {
     Dropped(Packet),
 }
 
-pub trait QueueDisc {
+pub trait QueueDisc: Send {
     fn enqueue(&mut self, now: Time, pkt: Packet) -> Enqueued;
     /// The next packet to transmit. Packets the discipline drops on the way out
     /// are appended to `dropped`.

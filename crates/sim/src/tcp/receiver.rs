@@ -142,8 +142,8 @@ impl TcpReceiver {
     }
 
     fn jiffies_deadline(&self, now: Time, when: u64) -> Time {
-        let now_j = now.0 as u128 * self.hz as u128 / NS_PER_SEC as u128;
-        time_of_jiffy(now_j as u64 + when.max(1), self.hz)
+        let now_j = jiffies_at(now, self.hz) as u64;
+        time_of_jiffy(now_j + when.max(1), self.hz)
     }
 
     pub fn timer_deadline(&self, kind: TimerKind) -> Option<Time> {

@@ -361,8 +361,8 @@ impl TcpSender {
 
     /// Jiffies-quantised deadline `when` jiffies from now.
     fn jiffies_deadline(&self, when: u64) -> Time {
-        let now_j = self.sock.now.0 as u128 * self.cfg.hz as u128 / NS_PER_SEC as u128;
-        time_of_jiffy(now_j as u64 + when.max(1), self.cfg.hz)
+        let now_j = jiffies_at(self.sock.now, self.cfg.hz) as u64;
+        time_of_jiffy(now_j + when.max(1), self.cfg.hz)
     }
 
     fn reset_xmit_timer(&mut self, what: XmitTimer, when_jiffies: u64) {

@@ -1,0 +1,208 @@
+"""The record of one run as Python sees it: per-flow results, time series and
+the bottleneck's queue as pandas DataFrames, plus the summary metrics the CLI
+prints (utilisation, Jain's index, throughput ratio). A result can be saved to
+a directory (result.json + Parquet time series + the scenario) and loaded back.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from . import __version__
+from .metrics import goodput_capacity_bps, jain_index, throughput_ratio
+from .scenario import Scenario
+
+__all__ = ["RunResult", "load_result"]
+
+_CA_STATES = ["open", "disorder", "cwr", "recovery", "loss"]
+
+
+@dataclass
+class RunResult:
+    scenario: Scenario
+    record: dict = field(repr=False)
+    wall_time_s: float = 0.0
+
+    # ---- tables ----
+
+    @cached_property
+    def flows(self) -> pd.DataFrame:
+        """One row per flow: identity, measurement window, throughput and counters."""
+        rows = []
+        ts = self.timeseries
+        groups = self.scenario.flow_groups()
+        for i, f in enumerate(self.record["flows"]):
+            c = f["counters"]
+            window_s = max(f["window_end_ns"] - f["window_start_ns"], 0) / 1e9
+            delivered = c["delivered_at_window_end"] - c["delivered_at_window_start"]
+            thr = delivered * 8 / window_s / 1e6 if window_s > 0 else 0.0
+            in_window = ts[(ts.flow == i) & (ts.t_s > f["window_start_ns"] / 1e9) & (ts.t_s <= f["window_end_ns"] / 1e9)]
+            fct = (c["completion_ns"] - c["start_ns"]) / 1e9 if c["completion_ns"] else np.nan
+            rows.append(
+                {
+                    "flow": i,
+                    "group": groups[i],
+                    "label": f["label"],
+                    "cca": f["cca"],
+                    "rtt_ms": f["rtt_ns"] / 1e6,
+                    "start_s": f["start_ns"] / 1e9,
+                    "throughput_mbps": thr,
+                    "mean_cwnd": float(in_window.cwnd.mean()) if len(in_window) else np.nan,
+                    "mean_srtt_ms": float(in_window.srtt_ms.mean()) if len(in_window) else np.nan,
+                    "retransmissions": c["retransmissions"],
+                    "rtos": c["rtos"],
+                    "drops": c["drops"],
+                    "recoveries": c["recoveries"],
+                    "undos": c["undos"],
+                    "tlps": c["tlps"],
+                    "segments_sent": c["segments_sent"],
+                    "bytes_sent": c["bytes_sent"],
+                    "bytes_delivered": c["bytes_delivered"],
+                    "window_retransmissions": c["retransmissions"] - c["retrans_at_window_start"],
+                    "window_rtos": c["rtos"] - c["rtos_at_window_start"],
+                    "size_bytes": f["size_bytes"],
+                    "fct_s": fct,
+                    "window_start_s": f["window_start_ns"] / 1e9,
+                    "window_end_s": f["window_end_ns"] / 1e9,
+                }
+            )
+        return pd.DataFrame(rows).set_index("flow")
+
+    @cached_property
+    def timeseries(self) -> pd.DataFrame:
+        """Long format: one row per (sample time, flow)."""
+        frames = []
+        for i, s in enumerate(self.record["flow_series"]):
+            n = len(s["t_ns"])
+            frames.append(
+                pd.DataFrame(
+                    {
+                        "t_s": np.asarray(s["t_ns"], dtype=float) / 1e9,
+                        "flow": np.full(n, i, dtype=np.int32),
+                        "cwnd": np.asarray(s["cwnd"], dtype=np.int64),
+                        "ssthresh": np.asarray(s["ssthresh"], dtype=np.int64),
+                        "in_flight": np.asarray(s["in_flight"], dtype=np.int64),
+                        "srtt_ms": np.asarray(s["srtt_us"], dtype=float) / 1e3,
+                        "min_rtt_ms": np.asarray(s["min_rtt_us"], dtype=float) / 1e3,
+                        "throughput_mbps": np.asarray(s["throughput_bps"], dtype=float) / 1e6,
+                        "delivery_rate_mbps": np.asarray(s["delivery_rate_bps"], dtype=float) / 1e6,
+                        "delivered_bytes": np.asarray(s["delivered_bytes"], dtype=np.int64),
+                        "retransmissions": np.asarray(s["retransmissions"], dtype=np.int64),
+                        "ca_state": pd.Categorical.from_codes(np.asarray(s["ca_state"], dtype=np.int8), _CA_STATES),
+                        "pacing_rate_mbps": np.asarray(s["pacing_rate_bps"], dtype=float) / 1e6,
+                    }
+                )
+            )
+        if not frames:
+            return pd.DataFrame()
+        return pd.concat(frames, ignore_index=True)
+
+    @cached_property
+    def queue(self) -> pd.DataFrame:
+        """The bottleneck queue: backlog, cumulative drops and bytes sent over time."""
+        q = self.record["queue_series"]
+        return pd.DataFrame(
+            {
+                "t_s": np.asarray(q["t_ns"], dtype=float) / 1e9,
+                "backlog_packets": q["backlog_packets"],
+                "backlog_bytes": q["backlog_bytes"],
+                "drops": q["drops"],
+                "bytes_out": q["bytes_out"],
+                "rate_mbps": np.asarray(q["rate_bps"], dtype=float) / 1e6,
+            }
+        )
+
+    # ---- summary ----
+
+    @cached_property
+    def summary(self) -> dict[str, Any]:
+        """Run-level metrics over the measurement window (docs/metrics.md)."""
+        flows = self.flows
+        link = self.record["link"]
+        rate = link["rate_bps"]
+        window_s = (self.record["duration_ns"] - self.record["warmup_ns"]) / 1e9
+        thr = flows.throughput_mbps.to_numpy()
+        mss = self.scenario.engine["flows"][0]["tcp"].get("mss", 1448)
+        return {
+            "utilization": float(thr.sum() * 1e6 / goodput_capacity_bps(rate, mss)),
+            "link_utilization": float(link["window_bytes_out"] * 8 / (rate * window_s)) if window_s > 0 else float("nan"),
+            "jain_index": jain_index(thr),
+            "throughput_ratio": throughput_ratio(thr),
+            "aggregate_throughput_mbps": float(thr.sum()),
+            "drops": int(link["drops_queue"] + link["drops_random"] + link["drops_aqm"]),
+            "mean_queue_packets": float(self.queue.backlog_packets[self.queue.t_s > self.record["warmup_ns"] / 1e9].mean())
+            if len(self.queue)
+            else float("nan"),
+        }
+
+    @property
+    def invariant_violations(self) -> list[str]:
+        return list(self.record.get("invariant_violations", []))
+
+    # ---- serialisation ----
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON document `ccarena run --json` prints."""
+        flows = []
+        for i, row in self.flows.reset_index().iterrows():
+            d = {k: _plain(v) for k, v in row.items()}
+            flows.append(d)
+        return {
+            "scenario": self.scenario.name,
+            "seed": self.scenario.seed,
+            "duration_s": self.record["duration_ns"] / 1e9,
+            "warmup_s": self.record["warmup_ns"] / 1e9,
+            "bottleneck_rate_mbps": self.record["link"]["rate_bps"] / 1e6,
+            "flows": flows,
+            **{k: _plain(v) for k, v in self.summary.items()},
+            "events": self.record["events"],
+            "wall_time_s": self.wall_time_s,
+            "version": __version__,
+            "invariant_violations": self.invariant_violations,
+        }
+
+    def to_json(self, indent: int | None = None) -> str:
+        return json.dumps(self.to_dict(), indent=indent)
+
+    def save(self, directory: str | Path) -> Path:
+        """Writes result.json, scenario.toml, record.json and Parquet time series."""
+        d = Path(directory)
+        d.mkdir(parents=True, exist_ok=True)
+        (d / "result.json").write_text(self.to_json(indent=2) + "\n")
+        (d / "scenario.toml").write_text(self.scenario.to_toml())
+        (d / "record.json").write_text(json.dumps(self.record))
+        self.timeseries.to_parquet(d / "timeseries.parquet", index=False)
+        self.queue.to_parquet(d / "queue.parquet", index=False)
+        return d
+
+
+def load_result(directory: str | Path) -> RunResult:
+    """Reads back a result saved with `RunResult.save`."""
+    d = Path(directory)
+    scenario = Scenario.from_toml((d / "scenario.toml").read_text(), str(d / "scenario.toml"))
+    record = json.loads((d / "record.json").read_text())
+    meta = json.loads((d / "result.json").read_text())
+    return RunResult(scenario=scenario, record=record, wall_time_s=meta.get("wall_time_s", 0.0))
+
+
+def _plain(v: Any) -> Any:
+    if isinstance(v, (np.integer,)):
+        return int(v)
+    if isinstance(v, (np.floating, float)):
+        f = float(v)
+        return None if np.isnan(f) else f
+    if v is None:
+        return None
+    try:
+        if pd.isna(v):
+            return None
+    except (TypeError, ValueError):
+        pass
+    return v

@@ -1,0 +1,431 @@
+"""Scenarios: the TOML (or dict) description of an experiment, validated and
+resolved into the engine's input (engine units, one entry per flow).
+
+Every problem raises ``ScenarioError`` whose text is one line naming the
+field, the value and what is allowed, e.g.
+``flows[0].cca: unknown congestion control 'cubc'; allowed: cubic, reno``.
+The format is documented in docs/scenario.md.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import _engine
+from .units import UnitError, parse_buffer, parse_duration, parse_rate, parse_size
+
+__all__ = ["ScenarioError", "Scenario", "load_scenario", "cca_catalogue", "apply_overrides"]
+
+
+class ScenarioError(ValueError):
+    """An invalid scenario. ``field`` is the dotted path of the offending field."""
+
+    def __init__(self, field: str, message: str):
+        self.field = field
+        self.message = message
+        super().__init__(f"{field}: {message}" if field else message)
+
+
+_TOP_KEYS = {"name", "description", "source", "network", "tcp", "flows", "run", "sweep", "notes"}
+_NETWORK_KEYS = {"bottleneck_rate", "buffer", "loss", "access_rate", "bdp_rtt"}
+_TCP_KEYS = {
+    "mss": "int",
+    "initial_cwnd": "int",
+    "sack": "bool",
+    "hz": "int",
+    "rto_min": "duration",
+    "sndbuf": "size",
+    "rcvbuf": "size",
+    "delayed_ack": "bool",
+    "tlp": "bool",
+    "frto": "bool",
+    "pacing": "bool",
+    "ecn": "bool",
+    "slow_start_after_idle": "bool",
+}
+_FLOW_KEYS = {"cca", "rtt", "count", "start", "stagger", "stop", "size", "label", "cca_params", "tcp"}
+_RUN_KEYS = {"duration", "warmup", "seed", "sample_interval"}
+_LOSS_MODELS = {
+    "bernoulli": {"p"},
+    "periodic": {"p"},
+    "gilbert_elliott": {"p_gb", "p_bg", "loss_good", "loss_bad"},
+    "scheduled": {"at"},
+    "outages": {"windows"},
+}
+
+
+def cca_catalogue() -> list[dict[str, Any]]:
+    """Every algorithm the engine implements, with description, source and parameters."""
+    return json.loads(_engine.cca_catalogue_json())
+
+
+def _cca_names() -> list[str]:
+    return [c["name"] for c in cca_catalogue()]
+
+
+def _check_keys(table: Any, allowed: set[str] | dict, where: str) -> dict:
+    if not isinstance(table, dict):
+        raise ScenarioError(where, f"must be a table, got {table!r}")
+    for key in table:
+        if key not in allowed:
+            raise ScenarioError(f"{where}.{key}" if where else key, f"unknown field; allowed: {', '.join(sorted(allowed))}")
+    return table
+
+
+def _unit(parse, value: Any, where: str) -> Any:
+    try:
+        return parse(value)
+    except UnitError as e:
+        raise ScenarioError(where, str(e)) from None
+
+
+def _require(table: dict, key: str, where: str) -> Any:
+    if key not in table:
+        raise ScenarioError(f"{where}.{key}", "missing required field")
+    return table[key]
+
+
+def _int(value: Any, where: str, lo: int, hi: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ScenarioError(where, f"must be an integer in {lo}..{hi}, got {value!r}")
+    if not lo <= value <= hi:
+        raise ScenarioError(where, f"must be in {lo}..{hi}, got {value}")
+    return value
+
+
+def _prob(value: Any, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ScenarioError(where, f"must be a probability in [0, 1], got {value!r}")
+    if not 0.0 <= float(value) <= 1.0:
+        raise ScenarioError(where, f"must be a probability in [0, 1], got {value}")
+    return float(value)
+
+
+def _resolve_loss(value: Any, where: str) -> dict:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return {"model": "bernoulli", "p": _prob(value, where)}
+    if not isinstance(value, dict):
+        raise ScenarioError(where, f"must be a probability or a table with a 'model'; got {value!r}")
+    model = value.get("model", "bernoulli")
+    if model not in _LOSS_MODELS:
+        raise ScenarioError(f"{where}.model", f"unknown loss model {model!r}; allowed: {', '.join(sorted(_LOSS_MODELS))}")
+    _check_keys(value, _LOSS_MODELS[model] | {"model"}, where)
+    for key in _LOSS_MODELS[model]:
+        _require(value, key, where)
+    if model in ("bernoulli", "periodic"):
+        return {"model": model, "p": _prob(value["p"], f"{where}.p")}
+    if model == "gilbert_elliott":
+        return {"model": model, **{k: _prob(value[k], f"{where}.{k}") for k in sorted(_LOSS_MODELS[model])}}
+    if model == "scheduled":
+        at = value["at"]
+        if not isinstance(at, list):
+            raise ScenarioError(f"{where}.at", "must be a list of times such as ['2.5s']")
+        return {"model": model, "at_ns": [_unit(parse_duration, t, f"{where}.at[{i}]") for i, t in enumerate(at)]}
+    windows = value["windows"]
+    if not isinstance(windows, list) or not all(isinstance(w, list) and len(w) == 2 for w in windows):
+        raise ScenarioError(f"{where}.windows", "must be a list of [start, end] pairs such as [['3s', '3.3s']]")
+    out = []
+    for i, (a, b) in enumerate(windows):
+        start = _unit(parse_duration, a, f"{where}.windows[{i}][0]")
+        end = _unit(parse_duration, b, f"{where}.windows[{i}][1]")
+        if end <= start:
+            raise ScenarioError(f"{where}.windows[{i}]", "an outage must end after it starts")
+        out.append([start, end])
+    return {"model": model, "windows_ns": out}
+
+
+def _resolve_tcp(table: Any, where: str, base: dict) -> dict:
+    _check_keys(table, _TCP_KEYS, where)
+    out = dict(base)
+    for key, value in table.items():
+        kind = _TCP_KEYS[key]
+        w = f"{where}.{key}"
+        if kind == "bool":
+            if not isinstance(value, bool):
+                raise ScenarioError(w, f"must be true or false, got {value!r}")
+            out[key] = value
+        elif kind == "int":
+            limits = {"mss": (64, 65000), "initial_cwnd": (1, 1000), "hz": (100, 1000)}[key]
+            out[key] = _int(value, w, *limits)
+            if key == "hz" and value not in (100, 250, 300, 1000):
+                raise ScenarioError(w, f"must be one of 100, 250, 300, 1000, got {value}")
+        elif kind == "duration":
+            out["rto_min_us"] = _unit(parse_duration, value, w) // 1000
+            if out["rto_min_us"] <= 0:
+                raise ScenarioError(w, "must be positive")
+        else:
+            out[key] = _unit(parse_size, value, w)
+            if out[key] < 1500:
+                raise ScenarioError(w, f"must hold at least one segment, got {value!r}")
+    return out
+
+
+def _per_flow(value: Any, count: int, parse, where: str) -> list:
+    """A value for each of `count` flows: one value for all, or a list of `count`."""
+    if isinstance(value, list):
+        if len(value) != count:
+            raise ScenarioError(where, f"gives {len(value)} values for count = {count} flows")
+        return [_unit(parse, v, f"{where}[{i}]") for i, v in enumerate(value)]
+    return [_unit(parse, value, where)] * count
+
+
+def resolve(doc: dict) -> dict:
+    """Validates a scenario document and returns the engine configuration."""
+    _check_keys(doc, _TOP_KEYS, "")
+    net = _check_keys(_require(doc, "network", "scenario"), _NETWORK_KEYS, "network")
+    run = _check_keys(_require(doc, "run", "scenario"), _RUN_KEYS, "run")
+    flows = doc.get("flows")
+    if flows is None:
+        raise ScenarioError("flows", "missing required field; add at least one [[flows]] table")
+    if not isinstance(flows, list) or not flows:
+        raise ScenarioError("flows", "must be a non-empty list of [[flows]] tables")
+
+    rate = _unit(parse_rate, _require(net, "bottleneck_rate", "network"), "network.bottleneck_rate")
+    if rate <= 0:
+        raise ScenarioError("network.bottleneck_rate", f"must be positive, got {net['bottleneck_rate']!r}")
+    access = None
+    if "access_rate" in net:
+        access = _unit(parse_rate, net["access_rate"], "network.access_rate")
+        if access <= 0:
+            raise ScenarioError("network.access_rate", "must be positive")
+    loss = _resolve_loss(net.get("loss", 0.0), "network.loss")
+
+    base_tcp = _resolve_tcp(doc.get("tcp", {}), "tcp", {})
+    names = _cca_names()
+    engine_flows: list[dict] = []
+    rtts_ns: list[int] = []
+    for i, group in enumerate(flows):
+        where = f"flows[{i}]"
+        _check_keys(group, _FLOW_KEYS, where)
+        cca = _require(group, "cca", where)
+        if not isinstance(cca, str) or cca not in names:
+            raise ScenarioError(f"{where}.cca", f"unknown congestion control {cca!r}; allowed: {', '.join(sorted(names))}")
+        count = _int(group.get("count", 1), f"{where}.count", 1, 10_000)
+        rtts = _per_flow(_require(group, "rtt", where), count, parse_duration, f"{where}.rtt")
+        for j, r in enumerate(rtts):
+            if r <= 0:
+                raise ScenarioError(f"{where}.rtt", "must be positive")
+        starts = _per_flow(group.get("start", 0), count, parse_duration, f"{where}.start")
+        if "stagger" in group:
+            step = _unit(parse_duration, group["stagger"], f"{where}.stagger")
+            starts = [s + j * step for j, s in enumerate(starts)]
+        stops = _per_flow(group["stop"], count, parse_duration, f"{where}.stop") if "stop" in group else [None] * count
+        size = None
+        if "size" in group:
+            size = _unit(parse_size, group["size"], f"{where}.size")
+            if size <= 0:
+                raise ScenarioError(f"{where}.size", "must be positive")
+        params = group.get("cca_params", {})
+        if not isinstance(params, dict):
+            raise ScenarioError(f"{where}.cca_params", "must be a table such as { hystart = false }")
+        tcp = _resolve_tcp(group.get("tcp", {}), f"{where}.tcp", base_tcp)
+        label = group.get("label", cca)
+        if not isinstance(label, str):
+            raise ScenarioError(f"{where}.label", "must be a string")
+        for j in range(count):
+            if stops[j] is not None and stops[j] <= starts[j]:
+                raise ScenarioError(f"{where}.stop", "must be after the flow's start")
+            engine_flows.append(
+                {
+                    "cca": cca,
+                    "cca_params": params,
+                    "rtt": rtts[j],
+                    "start": starts[j],
+                    "stop": stops[j],
+                    "size": size,
+                    "tcp": tcp,
+                    "label": label,
+                    "_group": i,
+                }
+            )
+            rtts_ns.append(rtts[j])
+
+    kind, amount = _unit(parse_buffer, _require(net, "buffer", "network"), "network.buffer")
+    if kind == "bdp":
+        bdp_rtt = _unit(parse_duration, net["bdp_rtt"], "network.bdp_rtt") if "bdp_rtt" in net else max(rtts_ns)
+        amount = int(round(rate / 8 * bdp_rtt / 1e9 * amount))
+        kind = "bytes"
+    if amount < 1 or (kind == "bytes" and amount < 1500):
+        raise ScenarioError("network.buffer", f"must hold at least one 1500-byte packet, got {net['buffer']!r}")
+    buffer = {kind: amount}
+
+    duration = _unit(parse_duration, _require(run, "duration", "run"), "run.duration")
+    if duration <= 0:
+        raise ScenarioError("run.duration", "must be positive")
+    warmup = _unit(parse_duration, run.get("warmup", 0), "run.warmup")
+    if warmup >= duration:
+        raise ScenarioError("run.warmup", f"must be shorter than run.duration ({run['duration']})")
+    seed = _int(run.get("seed", 1), "run.seed", 0, 2**63 - 1)
+    interval = _unit(parse_duration, run.get("sample_interval", "100ms"), "run.sample_interval")
+    if interval <= 0:
+        raise ScenarioError("run.sample_interval", "must be positive")
+
+    engine = {
+        "network": {"bottleneck_rate": rate, "buffer": buffer, "loss": loss, "access_rate": access},
+        "flows": [{k: v for k, v in f.items() if k != "_group"} for f in engine_flows],
+        "run": {"duration": duration, "warmup": warmup, "seed": seed, "sample_interval": interval},
+    }
+    try:
+        _engine.validate_json(json.dumps(engine))
+    except ValueError as e:
+        text = str(e)
+        m = re.match(r"([\w\[\]\.]+): (.*)", text)
+        raise ScenarioError(m.group(1), m.group(2)) if m else ScenarioError("scenario", text) from None
+    engine["_groups"] = [f["_group"] for f in engine_flows]
+    return engine
+
+
+@dataclass
+class Scenario:
+    """A validated scenario: the document as written and its resolved engine input."""
+
+    doc: dict
+    engine: dict = field(repr=False)
+    path: str | None = None
+
+    @property
+    def name(self) -> str:
+        if "name" in self.doc:
+            return str(self.doc["name"])
+        return Path(self.path).stem if self.path else "scenario"
+
+    @property
+    def description(self) -> str:
+        return str(self.doc.get("description", ""))
+
+    @property
+    def seed(self) -> int:
+        return self.engine["run"]["seed"]
+
+    @classmethod
+    def from_dict(cls, doc: dict, path: str | None = None) -> "Scenario":
+        doc = copy.deepcopy(doc)
+        return cls(doc=doc, engine=resolve(doc), path=path)
+
+    @classmethod
+    def from_toml(cls, text: str, path: str | None = None) -> "Scenario":
+        try:
+            doc = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as e:
+            raise ScenarioError("", f"{path or 'scenario'}: not valid TOML: {e}") from None
+        return cls.from_dict(doc, path)
+
+    def with_overrides(self, overrides: dict[str, Any]) -> "Scenario":
+        return Scenario.from_dict(apply_overrides(self.doc, overrides), self.path)
+
+    def engine_json(self) -> str:
+        return json.dumps({k: v for k, v in self.engine.items() if not k.startswith("_")})
+
+    def flow_groups(self) -> list[int]:
+        """Index of the [[flows]] table each engine flow came from."""
+        return list(self.engine["_groups"])
+
+    def to_toml(self) -> str:
+        return dump_toml(self.doc)
+
+
+def load_scenario(source: str | Path | dict | Scenario) -> Scenario:
+    """A scenario from a file path, a preset name, TOML text, a dict, or a Scenario."""
+    if isinstance(source, Scenario):
+        return source
+    if isinstance(source, dict):
+        return Scenario.from_dict(source)
+    text = str(source)
+    if "\n" in text:
+        return Scenario.from_toml(text)
+    p = Path(text)
+    if p.is_file():
+        return Scenario.from_toml(p.read_text(), str(p))
+    from .presets import preset_path
+
+    preset = preset_path(text)
+    if preset is not None:
+        return Scenario.from_toml(preset.read_text(), str(preset))
+    if p.suffix == ".toml" or p.exists():
+        raise ScenarioError("", f"{text}: no such scenario file")
+    raise ScenarioError("", f"{text}: no such file or preset; see `ccarena list experiments`")
+
+
+_PATH_PART = re.compile(r"([A-Za-z_][\w-]*)(?:\[(\d+)\])?")
+
+
+def apply_overrides(doc: dict, overrides: dict[str, Any]) -> dict:
+    """Sets dotted fields, e.g. {'run.duration': '10s', 'flows[0].cca': 'reno'}."""
+    doc = copy.deepcopy(doc)
+    for dotted, value in overrides.items():
+        parts = dotted.split(".")
+        node: Any = doc
+        for k, part in enumerate(parts):
+            m = _PATH_PART.fullmatch(part)
+            if not m:
+                raise ScenarioError(dotted, "not a field path such as run.duration or flows[0].cca")
+            key, index = m.group(1), m.group(2)
+            last = k == len(parts) - 1
+            if index is not None:
+                seq = node.get(key) if isinstance(node, dict) else None
+                if not isinstance(seq, list) or int(index) >= len(seq):
+                    raise ScenarioError(dotted, f"{key}[{index}] does not exist")
+                if last:
+                    seq[int(index)] = value
+                else:
+                    node = seq[int(index)]
+            else:
+                if not isinstance(node, dict):
+                    raise ScenarioError(dotted, f"{part} is not inside a table")
+                if last:
+                    node[key] = value
+                else:
+                    node = node.setdefault(key, {})
+    return doc
+
+
+def parse_override(text: str) -> tuple[str, Any]:
+    """'run.duration=10s' -> ('run.duration', '10s'); values use TOML syntax when they can."""
+    if "=" not in text:
+        raise ScenarioError(text, "expected FIELD=VALUE, e.g. run.duration=10s")
+    key, raw = text.split("=", 1)
+    key, raw = key.strip(), raw.strip()
+    try:
+        value = tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        value = raw
+    return key, value
+
+
+def _toml_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    if isinstance(v, str):
+        return json.dumps(v)
+    if isinstance(v, list):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "{ " + ", ".join(f"{k} = {_toml_value(x)}" for k, x in v.items()) + " }"
+    raise TypeError(f"cannot write {v!r} as TOML")
+
+
+def dump_toml(doc: dict) -> str:
+    """Writes a scenario document back as TOML (tables, arrays of tables, inline values)."""
+    lines: list[str] = []
+    scalars = {k: v for k, v in doc.items() if not isinstance(v, (dict, list)) or (isinstance(v, list) and not all(isinstance(x, dict) for x in v))}
+    for k, v in scalars.items():
+        lines.append(f"{k} = {_toml_value(v)}")
+    for k, v in doc.items():
+        if isinstance(v, dict):
+            lines.append(f"\n[{k}]")
+            for kk, vv in v.items():
+                lines.append(f"{kk} = {_toml_value(vv)}")
+        elif isinstance(v, list) and v and all(isinstance(x, dict) for x in v):
+            for item in v:
+                lines.append(f"\n[[{k}]]")
+                for kk, vv in item.items():
+                    lines.append(f"{kk} = {_toml_value(vv)}")
+    return "\n".join(lines).lstrip() + "\n"

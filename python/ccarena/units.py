@@ -1,0 +1,156 @@
+"""Human units for scenarios: durations ("82ms"), rates ("400Mbps"), sizes
+("2MB", "64MiB") and buffer sizes, which may also be given in packets ("200p")
+or bandwidth-delay products ("1.5bdp"). Each parser returns engine units
+(nanoseconds, bits per second, bytes) or raises ``UnitError`` with a message
+that says what is allowed; callers prefix it with the field name.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+__all__ = [
+    "UnitError",
+    "parse_duration",
+    "parse_rate",
+    "parse_size",
+    "parse_buffer",
+    "format_duration",
+    "format_rate",
+    "format_size",
+]
+
+
+class UnitError(ValueError):
+    """A value that is not a valid quantity."""
+
+
+_NUMBER = r"([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)"
+
+_TIME_UNITS = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_000, "min": 60_000_000_000}
+_RATE_UNITS = {
+    "bps": 1,
+    "kbps": 1_000,
+    "mbps": 1_000_000,
+    "gbps": 1_000_000_000,
+    "tbps": 1_000_000_000_000,
+    "bit": 1,
+    "kbit": 1_000,
+    "mbit": 1_000_000,
+    "gbit": 1_000_000_000,
+}
+_SIZE_UNITS = {
+    "b": 1,
+    "kb": 1_000,
+    "mb": 1_000_000,
+    "gb": 1_000_000_000,
+    "kib": 1 << 10,
+    "mib": 1 << 20,
+    "gib": 1 << 30,
+}
+
+
+def _split(value: object, what: str, example: str) -> tuple[float, str]:
+    if isinstance(value, bool):
+        raise UnitError(f"expected a {what} such as '{example}', got {value!r}")
+    if isinstance(value, (int, float)):
+        if value == 0:
+            return 0.0, ""
+        raise UnitError(f"{value!r} has no unit; write a {what} such as '{example}'")
+    if not isinstance(value, str):
+        raise UnitError(f"expected a {what} such as '{example}', got {value!r}")
+    text = value.strip()
+    if text.startswith("-"):
+        raise UnitError(f"must not be negative, got {value!r}")
+    m = re.fullmatch(_NUMBER + r"\s*([A-Za-zµ]*)", text)
+    if not m:
+        raise UnitError(f"expected a {what} such as '{example}', got {value!r}")
+    number = float(m.group(1))
+    if not math.isfinite(number):
+        raise UnitError(f"must be finite, got {value!r}")
+    if m.group(2) == "" and number != 0:
+        raise UnitError(f"{value!r} has no unit; write a {what} such as '{example}'")
+    return number, m.group(2)
+
+
+def parse_duration(value: object) -> int:
+    """Nanoseconds from e.g. '82ms', '1.5s', '200us', '2min' (0 may be bare)."""
+    number, unit = _split(value, "duration", "82ms")
+    if unit == "" and number == 0:
+        return 0
+    factor = _TIME_UNITS.get(unit)
+    if factor is None:
+        raise UnitError(f"unknown time unit {unit!r} in {value!r}; allowed: ns, us, ms, s, min")
+    return int(round(number * factor))
+
+
+def parse_rate(value: object) -> int:
+    """Bits per second from e.g. '400Mbps', '1Gbps', '100mbit'."""
+    number, unit = _split(value, "rate", "400Mbps")
+    if unit == "" and number == 0:
+        return 0
+    if unit in ("MBps", "GBps", "KBps", "Bps"):
+        raise UnitError(f"{value!r}: rates are in bits per second; write e.g. '400Mbps'")
+    factor = _RATE_UNITS.get(unit.lower())
+    if factor is None:
+        raise UnitError(f"unknown rate unit {unit!r} in {value!r}; allowed: bps, Kbps, Mbps, Gbps, Tbps (or kbit, mbit, gbit)")
+    return int(round(number * factor))
+
+
+def parse_size(value: object) -> int:
+    """Bytes from e.g. '2MB' (10^6), '64MiB' (2^20), '1500B'."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value < 0:
+            raise UnitError(f"must not be negative, got {value}")
+        return value
+    number, unit = _split(value, "size", "2MB")
+    if unit == "" and number == 0:
+        return 0
+    factor = _SIZE_UNITS.get(unit.lower())
+    if factor is None:
+        raise UnitError(f"unknown size unit {unit!r} in {value!r}; allowed: B, KB, MB, GB (powers of 1000), KiB, MiB, GiB")
+    return int(round(number * factor))
+
+
+def parse_buffer(value: object) -> tuple[str, float]:
+    """A queue size: ('bytes', n), ('packets', n) or ('bdp', multiple)."""
+    if isinstance(value, str):
+        text = value.strip()
+        m = re.fullmatch(_NUMBER + r"\s*(p|pkt|pkts|packets|kp)", text)
+        if m:
+            n = float(m.group(1)) * (1000 if m.group(2) == "kp" else 1)
+            if n != int(n):
+                raise UnitError(f"a packet count must be whole, got {value!r}")
+            return "packets", int(n)
+        m = re.fullmatch(_NUMBER + r"\s*(bdp|BDP)", text)
+        if m:
+            return "bdp", float(m.group(1))
+    try:
+        return "bytes", parse_size(value)
+    except UnitError as e:
+        raise UnitError(f"{e}; a buffer may also be given in packets ('200p') or bandwidth-delay products ('1.5bdp')") from None
+
+
+def format_duration(ns: int | float) -> str:
+    ns = float(ns)
+    for unit, factor in (("s", 1e9), ("ms", 1e6), ("us", 1e3)):
+        if abs(ns) >= factor:
+            return f"{ns / factor:g}{unit}"
+    return f"{ns:g}ns"
+
+
+def format_rate(bps: int | float) -> str:
+    bps = float(bps)
+    for unit, factor in (("Gbps", 1e9), ("Mbps", 1e6), ("Kbps", 1e3)):
+        if abs(bps) >= factor:
+            return f"{bps / factor:g}{unit}"
+    return f"{bps:g}bps"
+
+
+def format_size(b: int | float) -> str:
+    b = float(b)
+    for unit, factor in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
+        if abs(b) >= factor:
+            return f"{b / factor:g}{unit}"
+    return f"{b:g}B"

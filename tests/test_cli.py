@@ -1,0 +1,76 @@
+import json
+
+import pytest
+
+from conftest import cli
+
+
+def test_run_prints_a_table_and_saves(small_scenario, tmp_path):
+    out = tmp_path / "res"
+    p = cli("run", str(small_scenario), "--out", str(out), check=True)
+    assert "cubic" in p.stdout and "utilisation" in p.stdout
+    assert (out / "result.json").exists()
+
+
+def test_run_json_has_the_documented_fields(small_scenario):
+    p = cli("run", str(small_scenario), "--json", "--no-save", check=True)
+    doc = json.loads(p.stdout)
+    for key in ("flows", "utilization", "jain_index", "throughput_ratio"):
+        assert key in doc
+    for f in doc["flows"]:
+        for key in ("cca", "rtt_ms", "throughput_mbps", "retransmissions", "rtos"):
+            assert key in f
+    assert doc["flows"][0]["rtt_ms"] == 20.0
+
+
+def test_overrides_on_the_command_line(small_scenario):
+    p = cli("run", str(small_scenario), "--json", "--no-save", "--set", "flows[0].cca=reno", "--set", "run.duration=2s", check=True)
+    doc = json.loads(p.stdout)
+    assert {f["cca"] for f in doc["flows"]} == {"reno"}
+    assert doc["duration_s"] == 2.0
+
+
+@pytest.mark.parametrize(
+    "toml,fragment",
+    [
+        ('[network]\nbottleneck_rate="10Mbps"\nbuffer="10p"\n[[flows]]\ncca="cubc"\nrtt="10ms"\n[run]\nduration="1s"\n', "flows[0].cca: unknown congestion control 'cubc'; allowed:"),
+        ('[network]\nbottleneck_rate="-10Mbps"\nbuffer="10p"\n[[flows]]\ncca="reno"\nrtt="10ms"\n[run]\nduration="1s"\n', "network.bottleneck_rate: must not be negative"),
+        ('[network]\nbottleneck_rate="10Mbps"\nbuffer="10p"\n[[flows]]\ncca="reno"\nrtt="10 lightyears"\n[run]\nduration="1s"\n', "flows[0].rtt: unknown time unit"),
+        ('[network]\nbuffer="10p"\n[[flows]]\ncca="reno"\nrtt="10ms"\n[run]\nduration="1s"\n', "network.bottleneck_rate: missing required field"),
+        ('[network\n', "not valid TOML"),
+    ],
+)
+def test_bad_input_is_one_line_exit_2(tmp_path, toml, fragment):
+    f = tmp_path / "bad.toml"
+    f.write_text(toml)
+    p = cli("run", str(f))
+    assert p.returncode == 2, p.stderr
+    assert fragment in p.stderr
+    assert "Traceback" not in p.stderr and "panicked" not in p.stderr
+    assert len([line for line in p.stderr.splitlines() if line.strip()]) == 1, p.stderr
+
+
+def test_missing_file_and_bad_option():
+    p = cli("run", "no-such-file.toml")
+    assert p.returncode == 2 and "no such file" in p.stderr and "Traceback" not in p.stderr
+    p = cli("run", "quickstart", "--set", "nonsense")
+    assert p.returncode == 2 and "FIELD=VALUE" in p.stderr
+    p = cli("run", "quickstart", "--backend", "ns3")
+    assert p.returncode == 2 and "allowed: sim" in p.stderr
+
+
+def test_list_and_version():
+    p = cli("list", "ccas", check=True)
+    assert "cubic" in p.stdout and "reno" in p.stdout and "tcp_cubic.c" in p.stdout
+    cat = json.loads(cli("list", "ccas", "--json", check=True).stdout)
+    assert all(c["description"] and c["source"] for c in cat)
+    p = cli("list", "experiments", check=True)
+    assert "quickstart" in p.stdout
+    assert cli("version", check=True).stdout.startswith("ccarena ")
+
+
+def test_bench_json():
+    p = cli("bench", "--json", "--repeat", "1", "--scenario", "quickstart", check=True)
+    r = json.loads(p.stdout)
+    for key in ("wall_s", "sim_s_per_wall_s", "events_per_s", "packets_per_s"):
+        assert r[key] > 0

@@ -1,0 +1,98 @@
+import pytest
+
+from ccarena.scenario import Scenario, ScenarioError, apply_overrides, parse_override
+
+BASE = {
+    "network": {"bottleneck_rate": "100Mbps", "buffer": "1bdp"},
+    "flows": [{"cca": "reno", "rtt": "40ms"}],
+    "run": {"duration": "10s"},
+}
+
+
+def doc(**changes):
+    return apply_overrides(BASE, changes)
+
+
+def test_resolves_engine_units_and_defaults():
+    sc = Scenario.from_dict(BASE)
+    e = sc.engine
+    assert e["network"]["bottleneck_rate"] == 100_000_000
+    # 1 BDP at the largest flow RTT: 100 Mbit/s x 40 ms = 500 KB.
+    assert e["network"]["buffer"] == {"bytes": 500_000}
+    assert e["network"]["loss"] == {"model": "bernoulli", "p": 0.0}
+    assert e["run"] == {"duration": 10_000_000_000, "warmup": 0, "seed": 1, "sample_interval": 100_000_000}
+    assert e["flows"][0]["rtt"] == 40_000_000
+
+
+def test_groups_expand_with_lists_and_stagger():
+    d = doc(**{"flows[0].count": 3, "flows[0].rtt": ["10ms", "20ms", "30ms"], "flows[0].stagger": "2s", "flows[0].start": "1s"})
+    sc = Scenario.from_dict(d)
+    assert [f["rtt"] for f in sc.engine["flows"]] == [10_000_000, 20_000_000, 30_000_000]
+    assert [f["start"] for f in sc.engine["flows"]] == [1_000_000_000, 3_000_000_000, 5_000_000_000]
+    assert sc.flow_groups() == [0, 0, 0]
+
+
+def test_tcp_defaults_and_per_group_overrides():
+    d = dict(BASE, tcp={"hz": 1000, "sack": False})
+    d["flows"] = [{"cca": "reno", "rtt": "40ms"}, {"cca": "cubic", "rtt": "40ms", "tcp": {"sack": True}}]
+    sc = Scenario.from_dict(d)
+    assert sc.engine["flows"][0]["tcp"] == {"hz": 1000, "sack": False}
+    assert sc.engine["flows"][1]["tcp"] == {"hz": 1000, "sack": True}
+
+
+@pytest.mark.parametrize(
+    "changes,field,fragment",
+    [
+        ({"flows[0].cca": "cubc"}, "flows[0].cca", "allowed: cubic, reno"),
+        ({"network.bottleneck_rate": "-100Mbps"}, "network.bottleneck_rate", "negative"),
+        ({"network.bottleneck_rate": "100 Mbits per sec"}, "network.bottleneck_rate", "such as '400Mbps'"),
+        ({"run.duration": "10"}, "run.duration", "no unit"),
+        ({"run.warmup": "20s"}, "run.warmup", "shorter than run.duration"),
+        ({"network.loss": 1.5}, "network.loss", "probability"),
+        ({"network.loss": {"model": "bursty"}}, "network.loss.model", "allowed: bernoulli"),
+        ({"network.colour": "blue"}, "network.colour", "unknown field; allowed: access_rate"),
+        ({"flows[0].count": 0}, "flows[0].count", "1..10000"),
+        ({"flows[0].cca_params": {"beta": 1}}, "flows[0].cca_params.beta", "unknown parameter for reno"),
+        ({"flows[0].tcp": {"hz": 123}}, "flows[0].tcp.hz", "100, 250, 300, 1000"),
+        ({"flows[0].rtt": ["1ms", "2ms"]}, "flows[0].rtt", "2 values for count = 1"),
+    ],
+)
+def test_errors_name_the_field_and_what_is_allowed(changes, field, fragment):
+    with pytest.raises(ScenarioError) as e:
+        Scenario.from_dict(doc(**changes))
+    assert e.value.field == field
+    assert fragment in str(e.value)
+    assert "\n" not in str(e.value)
+
+
+def test_cca_parameters_are_checked_by_the_engine():
+    with pytest.raises(ScenarioError, match=r"flows\[0\].cca_params.beta: must be in 1..1023"):
+        Scenario.from_dict(doc(**{"flows[0].cca": "cubic", "flows[0].cca_params": {"beta": 5000}}))
+
+
+@pytest.mark.parametrize("missing", ["network", "run", "flows"])
+def test_missing_sections(missing):
+    d = {k: v for k, v in BASE.items() if k != missing}
+    with pytest.raises(ScenarioError, match="missing required field"):
+        Scenario.from_dict(d)
+
+
+def test_missing_required_field():
+    d = doc()
+    del d["network"]["bottleneck_rate"]
+    with pytest.raises(ScenarioError) as e:
+        Scenario.from_dict(d)
+    assert str(e.value) == "network.bottleneck_rate: missing required field"
+
+
+def test_overrides_parse_toml_values():
+    assert parse_override("run.seed=7") == ("run.seed", 7)
+    assert parse_override("network.loss=0.01") == ("network.loss", 0.01)
+    assert parse_override("run.duration=10s") == ("run.duration", "10s")
+    assert parse_override('flows[0].tcp={ sack = false }') == ("flows[0].tcp", {"sack": False})
+
+
+def test_toml_round_trip():
+    sc = Scenario.from_dict(doc(**{"flows[0].cca_params": {}, "network.loss": {"model": "periodic", "p": 0.01}}))
+    again = Scenario.from_toml(sc.to_toml())
+    assert again.engine == sc.engine
