@@ -348,7 +348,7 @@ def load_scenario(source: str | Path | dict | Scenario) -> Scenario:
     if preset is not None:
         return Scenario.from_toml(preset.read_text(), str(preset))
     if p.suffix == ".toml" or p.exists():
-        raise ScenarioError("", f"{text}: no such scenario file")
+        raise ScenarioError("", f"{text}: no such file")
     raise ScenarioError("", f"{text}: no such file or preset; see `ccarena list experiments`")
 
 
