@@ -141,9 +141,14 @@ impl Simulation {
             let window_start = f.start.max(Time(cfg.run.warmup.0));
             let end = Time(cfg.run.duration.0);
             let window_end = f.stop.map_or(end, |s| s.min(end));
+            // The receiver follows the sender's SACK setting (negotiated in the SYN).
+            let mut rcv_tcp = f.tcp.clone();
+            if let Some(sack) = cc.sack() {
+                rcv_tcp.sack = sack;
+            }
             flows.push(Flow {
                 sender: TcpSender::new(id, &f.tcp, cc, f.size),
-                receiver: TcpReceiver::new(id, &f.tcp, f.size),
+                receiver: TcpReceiver::new(id, &rcv_tcp, f.size),
                 fwd: vec![Hop::Pipe(access_fwd), Hop::Link(0), Hop::Pipe(prop_fwd), Hop::Receiver],
                 rev: vec![Hop::Pipe(rev), Hop::Sender],
                 scheduled: [None; TIMER_KINDS],

@@ -96,8 +96,7 @@ fn finite_transfers_complete_and_report_their_completion_time() {
 
 #[test]
 fn newreno_recovers_without_sack_and_without_timeouts_for_isolated_losses() {
-    let mut f = flow("reno", 50);
-    f.tcp.sack = false;
+    let mut f = flow("newreno", 50);
     // A 300 KB receive window (207 segments, one BDP) keeps slow start from
     // flooding the queue, and random loss 2e-4 holds Reno near 86 segments
     // (Mathis): every loss is an isolated, random one. (Without the cap, slow

@@ -5,7 +5,8 @@
 //! to leave slow start. Integer maths and constants follow the kernel so that
 //! rounding (e.g. beta_scale = 15, the cube-root table) is the kernel's.
 
-use super::{CaState, CongestionControl, PacingStatus, TcpSock, AckSample, CaEvent};
+use super::registry::{pbool, pint, CcaInfo, Params};
+use super::{AckSample, CaEvent, CaState, CongestionControl, PacingStatus, TcpSock};
 use crate::tcp::rtt::seq_after;
 use crate::units::usecs_to_jiffies;
 
@@ -55,6 +56,39 @@ impl Default for CubicConfig {
             hystart_ack_delta_us: 2000,
         }
     }
+}
+
+pub fn info() -> CcaInfo {
+    CcaInfo {
+        name: "cubic",
+        description: "CUBIC: cubic window growth around W_max, beta 0.7, fast convergence, Reno-friendly region, HyStart",
+        source: "Linux net/ipv4/tcp_cubic.c (v2.3); RFC 9438; Ha, Rhee, Xu 2008",
+        params: vec![
+            pbool("fast_convergence", true, "release bandwidth faster when W_max shrinks"),
+            pint("beta", 717, 1, 1023, "multiplicative decrease x 1024"),
+            pint("initial_ssthresh", 0, 0, 1 << 30, "initial ssthresh in packets when HyStart is off (0: infinite)"),
+            pint("bic_scale", 41, 1, 1 << 16, "C = bic_scale * 10 / 1024 packets/s^3"),
+            pbool("tcp_friendliness", true, "follow the emulated Reno window when it is larger"),
+            pbool("hystart", true, "leave slow start on ACK-train or delay-increase signals"),
+            pint("hystart_detect", 3, 0, 3, "1: ACK train, 2: delay increase, 3: both"),
+            pint("hystart_low_window", 16, 0, 1 << 30, "HyStart inactive below this cwnd"),
+            pint("hystart_ack_delta_us", 2000, 0, 1_000_000, "ACKs closer than this form a train (us)"),
+        ],
+    }
+}
+
+pub fn build(p: &Params) -> Box<dyn CongestionControl> {
+    Box::new(Cubic::new(CubicConfig {
+        fast_convergence: p.bool("fast_convergence"),
+        beta: p.u32("beta"),
+        initial_ssthresh: p.u32("initial_ssthresh"),
+        bic_scale: p.u32("bic_scale"),
+        tcp_friendliness: p.bool("tcp_friendliness"),
+        hystart: p.bool("hystart"),
+        hystart_detect: p.u32("hystart_detect"),
+        hystart_low_window: p.u32("hystart_low_window"),
+        hystart_ack_delta_us: p.u32("hystart_ack_delta_us"),
+    }))
 }
 
 /// Cube-root lookup of Linux `cubic_root`: v[x] = cbrt(x << 18) - 1 for x < 64.

@@ -13,7 +13,7 @@ pub mod registry;
 use crate::tcp::rtt::MinMax;
 use crate::units::Time;
 
-pub use registry::{cca_catalogue, make_cca, CcaInfo, CcaParam, ParamValue};
+pub use registry::{cca_catalogue, make_cca, CcaInfo, CcaParam, ParamValue, Params};
 
 /// Linux TCP_INFINITE_SSTHRESH.
 pub const INFINITE_SSTHRESH: u32 = 0x7fff_ffff;
@@ -361,6 +361,12 @@ pub trait CongestionControl: Send {
     /// `sk_pacing_status = SK_PACING_NEEDED` for BBR).
     fn wants_pacing(&self) -> bool {
         false
+    }
+
+    /// Whether the algorithm needs the stack's SACK on or off (`newreno` turns it
+    /// off); `None` leaves the scenario's `tcp.sack` in force.
+    fn sack(&self) -> Option<bool> {
+        None
     }
 
     /// Variables worth recording in the time series, as (name, value) pairs.

@@ -3,8 +3,6 @@
 //! name and parameter table into an algorithm. Unknown names or parameters are
 //! errors that list what is allowed.
 
-use super::cubic::{Cubic, CubicConfig};
-use super::reno::Reno;
 use super::CongestionControl;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -48,40 +46,35 @@ pub struct CcaInfo {
     pub params: Vec<CcaParam>,
 }
 
-fn pbool(name: &'static str, default: bool, doc: &'static str) -> CcaParam {
+pub fn pbool(name: &'static str, default: bool, doc: &'static str) -> CcaParam {
     CcaParam { name, default: ParamValue::Bool(default), min: 0.0, max: 1.0, doc }
 }
 
-fn pint(name: &'static str, default: i64, min: i64, max: i64, doc: &'static str) -> CcaParam {
+pub fn pint(name: &'static str, default: i64, min: i64, max: i64, doc: &'static str) -> CcaParam {
     CcaParam { name, default: ParamValue::Int(default), min: min as f64, max: max as f64, doc }
 }
 
+pub fn pfloat(name: &'static str, default: f64, min: f64, max: f64, doc: &'static str) -> CcaParam {
+    CcaParam { name, default: ParamValue::Float(default), min, max, doc }
+}
+
+/// One algorithm: its catalogue entry and its constructor. Each algorithm's
+/// file provides both (`info()` and `build()`); adding an algorithm is one line
+/// in `ENTRIES`.
+struct Entry {
+    info: fn() -> CcaInfo,
+    build: fn(&Params) -> Box<dyn CongestionControl>,
+}
+
+const ENTRIES: &[Entry] = &[
+    Entry { info: super::reno::info, build: super::reno::build },
+    Entry { info: super::reno::info_newreno, build: super::reno::build_newreno },
+    Entry { info: super::cubic::info, build: super::cubic::build },
+];
+
 /// Every algorithm the engine implements.
 pub fn cca_catalogue() -> Vec<CcaInfo> {
-    vec![
-        CcaInfo {
-            name: "reno",
-            description: "Reno/NewReno AIMD: +1 packet per RTT, halve on loss (Linux default recovery: SACK, RACK, PRR)",
-            source: "Linux net/ipv4/tcp_cong.c; RFC 5681, RFC 6582",
-            params: vec![],
-        },
-        CcaInfo {
-            name: "cubic",
-            description: "CUBIC: cubic window growth around W_max, beta 0.7, fast convergence, Reno-friendly region, HyStart",
-            source: "Linux net/ipv4/tcp_cubic.c (v2.3); RFC 9438; Ha, Rhee, Xu 2008",
-            params: vec![
-                pbool("fast_convergence", true, "release bandwidth faster when W_max shrinks"),
-                pint("beta", 717, 1, 1023, "multiplicative decrease x 1024"),
-                pint("initial_ssthresh", 0, 0, 1 << 30, "initial ssthresh in packets when HyStart is off (0: infinite)"),
-                pint("bic_scale", 41, 1, 1 << 16, "C = bic_scale * 10 / 1024 packets/s^3"),
-                pbool("tcp_friendliness", true, "follow the emulated Reno window when it is larger"),
-                pbool("hystart", true, "leave slow start on ACK-train or delay-increase signals"),
-                pint("hystart_detect", 3, 0, 3, "1: ACK train, 2: delay increase, 3: both"),
-                pint("hystart_low_window", 16, 0, 1 << 30, "HyStart inactive below this cwnd"),
-                pint("hystart_ack_delta_us", 2000, 0, 1_000_000, "ACKs closer than this form a train (us)"),
-            ],
-        },
-    ]
+    ENTRIES.iter().map(|e| (e.info)()).collect()
 }
 
 /// Reads validated parameters of one algorithm.
@@ -92,7 +85,7 @@ pub struct Params<'a> {
 }
 
 impl<'a> Params<'a> {
-    fn new(cca: &'a str, given: &'a BTreeMap<String, ParamValue>, spec: Vec<CcaParam>) -> Result<Self, String> {
+    pub fn new(cca: &'a str, given: &'a BTreeMap<String, ParamValue>, spec: Vec<CcaParam>) -> Result<Self, String> {
         for (k, v) in given {
             let Some(p) = spec.iter().find(|p| p.name == k) else {
                 let allowed: Vec<_> = spec.iter().map(|p| p.name).collect();
@@ -153,32 +146,15 @@ impl<'a> Params<'a> {
     }
 }
 
-fn spec_of(name: &str) -> Option<Vec<CcaParam>> {
-    cca_catalogue().into_iter().find(|c| c.name == name).map(|c| c.params)
-}
-
 /// Builds the algorithm called `name` with `params`.
 pub fn make_cca(name: &str, params: &BTreeMap<String, ParamValue>) -> Result<Box<dyn CongestionControl>, String> {
-    let Some(spec) = spec_of(name) else {
-        let names: Vec<_> = cca_catalogue().iter().map(|c| c.name).collect();
+    let Some(entry) = ENTRIES.iter().find(|e| (e.info)().name == name) else {
+        let mut names: Vec<_> = cca_catalogue().iter().map(|c| c.name).collect();
+        names.sort_unstable();
         return Err(format!("cca: unknown congestion control '{name}'; allowed: {}", names.join(", ")));
     };
-    let p = Params::new(name, params, spec)?;
-    Ok(match name {
-        "reno" => Box::new(Reno),
-        "cubic" => Box::new(Cubic::new(CubicConfig {
-            fast_convergence: p.bool("fast_convergence"),
-            beta: p.u32("beta"),
-            initial_ssthresh: p.u32("initial_ssthresh"),
-            bic_scale: p.u32("bic_scale"),
-            tcp_friendliness: p.bool("tcp_friendliness"),
-            hystart: p.bool("hystart"),
-            hystart_detect: p.u32("hystart_detect"),
-            hystart_low_window: p.u32("hystart_low_window"),
-            hystart_ack_delta_us: p.u32("hystart_ack_delta_us"),
-        })),
-        _ => unreachable!("catalogue and constructor disagree on {name}"),
-    })
+    let p = Params::new(name, params, (entry.info)().params)?;
+    Ok((entry.build)(&p))
 }
 
 #[cfg(test)]

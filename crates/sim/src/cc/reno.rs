@@ -4,14 +4,48 @@
 //! recovers with SACK (RACK + PRR) or NewReno depends on the `sack` setting of
 //! the TCP stack, not on this file.
 
+use super::registry::{CcaInfo, Params};
 use super::{CongestionControl, TcpSock};
 
 #[derive(Default)]
-pub struct Reno;
+pub struct Reno {
+    /// Classic NewReno: the same window rules, with SACK switched off.
+    no_sack: bool,
+}
+
+pub fn info() -> CcaInfo {
+    CcaInfo {
+        name: "reno",
+        description: "Reno AIMD as Linux runs it: +1 packet per RTT, halve on loss, SACK loss recovery (RACK + PRR)",
+        source: "Linux net/ipv4/tcp_cong.c; RFC 5681",
+        params: vec![],
+    }
+}
+
+pub fn build(_p: &Params) -> Box<dyn CongestionControl> {
+    Box::new(Reno::default())
+}
+
+pub fn info_newreno() -> CcaInfo {
+    CcaInfo {
+        name: "newreno",
+        description: "Classic NewReno: Reno's window rules without SACK (duplicate ACKs, partial ACKs, one hole per RTT)",
+        source: "RFC 6582; Linux tcp_newreno_mark_lost (net/ipv4/tcp_input.c)",
+        params: vec![],
+    }
+}
+
+pub fn build_newreno(_p: &Params) -> Box<dyn CongestionControl> {
+    Box::new(Reno { no_sack: true })
+}
 
 impl CongestionControl for Reno {
     fn name(&self) -> &str {
-        "reno"
+        if self.no_sack {
+            "newreno"
+        } else {
+            "reno"
+        }
     }
 
     fn ssthresh(&mut self, tp: &mut TcpSock) -> u32 {
@@ -20,6 +54,10 @@ impl CongestionControl for Reno {
 
     fn cong_avoid(&mut self, tp: &mut TcpSock, _ack: u32, acked: u32) {
         tp.reno_cong_avoid(acked);
+    }
+
+    fn sack(&self) -> Option<bool> {
+        self.no_sack.then_some(false)
     }
 }
 
@@ -37,7 +75,7 @@ mod tests {
     #[test]
     fn slow_start_adds_acked_and_carries_leftover() {
         let mut tp = sock(10, 12);
-        Reno.cong_avoid(&mut tp, 0, 5);
+        Reno::default().cong_avoid(&mut tp, 0, 5);
         // 2 packets take cwnd to ssthresh, 3 are left for congestion avoidance.
         assert_eq!(tp.cwnd, 12);
         assert_eq!(tp.cwnd_cnt, 3);
@@ -47,10 +85,10 @@ mod tests {
     fn one_packet_per_window_in_congestion_avoidance() {
         let mut tp = sock(20, 10);
         for _ in 0..19 {
-            Reno.cong_avoid(&mut tp, 0, 1);
+            Reno::default().cong_avoid(&mut tp, 0, 1);
         }
         assert_eq!(tp.cwnd, 20);
-        Reno.cong_avoid(&mut tp, 0, 1);
+        Reno::default().cong_avoid(&mut tp, 0, 1);
         assert_eq!(tp.cwnd, 21);
         assert_eq!(tp.cwnd_cnt, 0);
     }
@@ -59,17 +97,17 @@ mod tests {
     fn no_growth_when_not_cwnd_limited() {
         let mut tp = sock(20, 10);
         tp.is_cwnd_limited = false;
-        Reno.cong_avoid(&mut tp, 0, 100);
+        Reno::default().cong_avoid(&mut tp, 0, 100);
         assert_eq!(tp.cwnd, 20);
     }
 
     #[test]
     fn halves_and_undoes() {
         let mut tp = sock(41, 10);
-        assert_eq!(Reno.ssthresh(&mut tp), 20);
+        assert_eq!(Reno::default().ssthresh(&mut tp), 20);
         tp.cwnd = 3;
-        assert_eq!(Reno.ssthresh(&mut tp), 2);
+        assert_eq!(Reno::default().ssthresh(&mut tp), 2);
         tp.prior_cwnd = 41;
-        assert_eq!(Reno.undo_cwnd(&mut tp), 41);
+        assert_eq!(Reno::default().undo_cwnd(&mut tp), 41);
     }
 }

@@ -36,6 +36,9 @@ pub struct TcpReceiver {
     mss: u32,
     hz: u32,
     delayed_ack: bool,
+    /// SACK negotiated: without it no SACK/D-SACK blocks, and every out-of-order
+    /// segment is acknowledged at once (the duplicate ACKs NewReno counts).
+    sack: bool,
     established: bool,
     synack_sent_at: Time,
 
@@ -97,6 +100,7 @@ impl TcpReceiver {
             mss: cfg.mss,
             hz: cfg.hz,
             delayed_ack: cfg.delayed_ack,
+            sack: cfg.sack,
             established: false,
             synack_sent_at: Time::ZERO,
             rcv_nxt: 0,
@@ -295,7 +299,7 @@ impl TcpReceiver {
             self.send_delayed_ack(now, out);
             return;
         }
-        if self.compressed_ack >= COMP_SACK_NR {
+        if !self.sack || self.compressed_ack >= COMP_SACK_NR {
             self.send_ack(now, out);
             return;
         }
@@ -435,15 +439,18 @@ impl TcpReceiver {
 
     fn send_ack(&mut self, now: Time, out: &mut Vec<Packet>) {
         let mut sack = SackBlocks::default();
-        if let Some(d) = self.dsack.take() {
-            sack.push(d);
-            sack.dsack = true;
-        }
-        for i in 0..self.num_sacks {
-            if sack.n as usize >= MAX_SACK_BLOCKS {
-                break;
+        let dsack = self.dsack.take();
+        if self.sack {
+            if let Some(d) = dsack {
+                sack.push(d);
+                sack.dsack = true;
             }
-            sack.push(self.sacks[i]);
+            for i in 0..self.num_sacks {
+                if sack.n as usize >= MAX_SACK_BLOCKS {
+                    break;
+                }
+                sack.push(self.sacks[i]);
+            }
         }
         let ack = AckSegment {
             ack: self.rcv_nxt,
@@ -496,6 +503,24 @@ mod tests {
         out.iter()
             .filter_map(|p| if let Payload::Ack(a) = p.payload { Some(a) } else { None })
             .collect()
+    }
+
+    #[test]
+    fn without_sack_every_out_of_order_segment_gets_a_plain_duplicate_ack() {
+        let cfg = TcpConfig { sack: false, ..TcpConfig::default() };
+        let mut r = TcpReceiver::new(0, &cfg, None);
+        let mut out = vec![];
+        r.on_packet(Time::ZERO, &Packet { flow: 0, wire_bytes: 60, reverse: false, hop: 0, payload: Payload::Syn { tsval: 1 } }, &mut out);
+        r.quick = 0;
+        r.ato = 10;
+        r.lrcvtime = jiffies_at(Time::from_ms(99), 250);
+        out.clear();
+        for (i, seq) in [1u32, 2, 3, 4, 5, 6].iter().enumerate() {
+            r.on_data(Time::from_ms(100 + i as u64), &seg(*seq), &mut out);
+        }
+        let a = acks(&out);
+        assert_eq!(a.len(), 6);
+        assert!(a.iter().all(|a| a.ack == 0 && a.sack.n == 0));
     }
 
     #[test]

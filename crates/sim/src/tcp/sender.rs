@@ -188,6 +188,11 @@ pub struct TcpSender {
 
 impl TcpSender {
     pub fn new(flow: u32, cfg: &TcpConfig, cc: Box<dyn CongestionControl>, total_bytes: Option<u64>) -> TcpSender {
+        let mut cfg = cfg.clone();
+        if let Some(sack) = cc.sack() {
+            cfg.sack = sack;
+        }
+        let cfg = &cfg;
         let mss = cfg.mss;
         let (app_segments, tail_payload) = match total_bytes {
             Some(b) => {
@@ -527,7 +532,7 @@ impl TcpSender {
 
         if seq_before(ack, prior_snd_una) {
             // Old ACK: may still carry SACK/DSACK information.
-            if a.sack.n > 0 {
+            if a.sack.n > 0 && self.is_sack() {
                 flag |= self.sacktag(a, prior_snd_una, &mut sack_state, &mut rs);
                 self.fastretrans_alert(prior_snd_una, 0, &mut flag, &mut rexmit);
                 self.xmit_recovery(rexmit, out);
