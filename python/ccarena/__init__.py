@@ -18,7 +18,8 @@ except PackageNotFoundError:  # running from a source tree
     __version__ = "0.0.0+local"
 
 from .api import run  # noqa: E402
+from .cca import CongestionControl, load_cca_file, register_cca, registered_ccas  # noqa: E402
 from .result import RunResult, load_result  # noqa: E402
 from .scenario import Scenario, ScenarioError, cca_catalogue, load_scenario  # noqa: E402
 
-__all__ = ["run", "RunResult", "load_result", "Scenario", "ScenarioError", "load_scenario", "cca_catalogue", "__version__"]
+__all__ = ["run", "CongestionControl", "register_cca", "registered_ccas", "load_cca_file", "RunResult", "load_result", "Scenario", "ScenarioError", "load_scenario", "cca_catalogue", "__version__"]

@@ -37,10 +37,11 @@ def run(
     if overrides:
         sc = sc.with_overrides(overrides)
     started = time.perf_counter()
+    py_ccas = sc.python_ccas() or None
     if progress is None:
-        record_json = _engine.run_json(sc.engine_json())
+        record_json = _engine.run_json(sc.engine_json(), py_ccas)
     else:
-        engine = _engine.Engine(sc.engine_json())
+        engine = _engine.Engine(sc.engine_json(), py_ccas)
         total = engine.duration_ns
         for k in range(1, slices + 1):
             now = engine.advance(total * k // slices)

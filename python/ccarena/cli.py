@@ -67,10 +67,14 @@ def run(
     out_dir: Optional[Path] = typer.Option(None, "--out", help="Directory for the saved result (default results/runs/NAME-seedN)."),
     no_save: bool = typer.Option(False, "--no-save", help="Do not save the result."),
     backend: str = typer.Option("sim", "--backend", help="Where to run: sim (the simulator)."),
+    cca_files: Optional[List[Path]] = typer.Option(None, "--cca-file", help="Python file defining congestion control classes (repeatable)."),
 ) -> None:
     """Run one scenario and print per-flow results."""
     from .api import run as run_scenario
+    from .cca import load_cca_file
 
+    for f in cca_files or []:
+        load_cca_file(f)
     if backend != "sim":
         raise UsageError(f"--backend: unknown backend {backend!r}; allowed: sim")
     sc = load_scenario(scenario)

@@ -32,7 +32,7 @@ class ScenarioError(ValueError):
         super().__init__(f"{field}: {message}" if field else message)
 
 
-_TOP_KEYS = {"name", "description", "source", "network", "tcp", "flows", "run", "sweep", "notes"}
+_TOP_KEYS = {"name", "description", "source", "network", "tcp", "flows", "run", "sweep", "notes", "cca_files"}
 _NETWORK_KEYS = {"bottleneck_rate", "buffer", "loss", "access_rate", "bdp_rtt"}
 _TCP_KEYS = {
     "mss": "int",
@@ -66,7 +66,9 @@ def cca_catalogue() -> list[dict[str, Any]]:
 
 
 def _cca_names() -> list[str]:
-    return [c["name"] for c in cca_catalogue()]
+    from .cca import registered_ccas
+
+    return [c["name"] for c in cca_catalogue()] + sorted(registered_ccas())
 
 
 def _check_keys(table: Any, allowed: set[str] | dict, where: str) -> dict:
@@ -166,6 +168,19 @@ def _resolve_tcp(table: Any, where: str, base: dict) -> dict:
     return out
 
 
+def _check_python_params(cca: str, params: dict, where: str) -> None:
+    """Python algorithms check their own parameters when instantiated."""
+    from .cca import registered_ccas
+
+    cls = registered_ccas().get(cca)
+    if cls is None:
+        return
+    try:
+        cls(**params)
+    except TypeError as e:
+        raise ScenarioError(where, str(e)) from None
+
+
 def _per_flow(value: Any, count: int, parse, where: str) -> list:
     """A value for each of `count` flows: one value for all, or a list of `count`."""
     if isinstance(value, list):
@@ -175,9 +190,24 @@ def _per_flow(value: Any, count: int, parse, where: str) -> list:
     return [_unit(parse, value, where)] * count
 
 
-def resolve(doc: dict) -> dict:
-    """Validates a scenario document and returns the engine configuration."""
+def _load_cca_files(doc: dict, base: Path | None) -> None:
+    files = doc.get("cca_files", [])
+    if not isinstance(files, list) or not all(isinstance(f, str) for f in files):
+        raise ScenarioError("cca_files", "must be a list of Python file paths")
+    from .cca import load_cca_file
+
+    for f in files:
+        p = Path(f)
+        if not p.is_absolute() and base is not None:
+            p = base / p
+        load_cca_file(p)
+
+
+def resolve(doc: dict, base: Path | None = None) -> dict:
+    """Validates a scenario document and returns the engine configuration.
+    `base` is the directory relative paths in the document (cca_files) start from."""
     _check_keys(doc, _TOP_KEYS, "")
+    _load_cca_files(doc, base)
     net = _check_keys(_require(doc, "network", "scenario"), _NETWORK_KEYS, "network")
     run = _check_keys(_require(doc, "run", "scenario"), _RUN_KEYS, "run")
     flows = doc.get("flows")
@@ -224,6 +254,7 @@ def resolve(doc: dict) -> dict:
         params = group.get("cca_params", {})
         if not isinstance(params, dict):
             raise ScenarioError(f"{where}.cca_params", "must be a table such as { hystart = false }")
+        _check_python_params(cca, params, f"{where}.cca_params")
         tcp = _resolve_tcp(group.get("tcp", {}), f"{where}.tcp", base_tcp)
         label = group.get("label", cca)
         if not isinstance(label, str):
@@ -271,13 +302,17 @@ def resolve(doc: dict) -> dict:
         "flows": [{k: v for k, v in f.items() if k != "_group"} for f in engine_flows],
         "run": {"duration": duration, "warmup": warmup, "seed": seed, "sample_interval": interval},
     }
+    from .cca import registered_ccas
+
+    python_ccas = sorted({f["cca"] for f in engine_flows} & set(registered_ccas()))
     try:
-        _engine.validate_json(json.dumps(engine))
+        _engine.validate_json(json.dumps(engine), python_ccas)
     except ValueError as e:
         text = str(e)
         m = re.match(r"([\w\[\]\.]+): (.*)", text)
         raise ScenarioError(m.group(1), m.group(2)) if m else ScenarioError("scenario", text) from None
     engine["_groups"] = [f["_group"] for f in engine_flows]
+    engine["_python_ccas"] = python_ccas
     return engine
 
 
@@ -306,7 +341,8 @@ class Scenario:
     @classmethod
     def from_dict(cls, doc: dict, path: str | None = None) -> "Scenario":
         doc = copy.deepcopy(doc)
-        return cls(doc=doc, engine=resolve(doc), path=path)
+        base = Path(path).parent if path else None
+        return cls(doc=doc, engine=resolve(doc, base), path=path)
 
     @classmethod
     def from_toml(cls, text: str, path: str | None = None) -> "Scenario":
@@ -321,6 +357,13 @@ class Scenario:
 
     def engine_json(self) -> str:
         return json.dumps({k: v for k, v in self.engine.items() if not k.startswith("_")})
+
+    def python_ccas(self) -> dict:
+        """The Python classes of the algorithms this scenario uses that are written in Python."""
+        from .cca import registered_ccas
+
+        reg = registered_ccas()
+        return {name: reg[name] for name in self.engine.get("_python_ccas", [])}
 
     def flow_groups(self) -> list[int]:
         """Index of the [[flows]] table each engine flow came from."""

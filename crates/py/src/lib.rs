@@ -3,8 +3,13 @@
 //! engine and get its records back as JSON. The GIL is released while the engine
 //! runs, so several runs can proceed on threads (e.g. Dask workers).
 
+mod pycca;
+
 use ccarena_sim::units::Time;
-use ccarena_sim::{SimConfig, Simulation};
+use ccarena_sim::{CcaFactory, SimConfig, Simulation};
+use pycca::PyFactory;
+use std::collections::HashMap;
+use std::sync::Arc;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use std::sync::Mutex;
@@ -13,12 +18,33 @@ fn parse_config(config_json: &str) -> PyResult<SimConfig> {
     serde_json::from_str(config_json).map_err(|e| PyValueError::new_err(format!("engine config: {e}")))
 }
 
+fn factory(py_ccas: Option<HashMap<String, Py<PyAny>>>) -> Option<PyFactory> {
+    py_ccas.filter(|m| !m.is_empty()).map(|classes| PyFactory { classes, errors: Arc::new(Mutex::new(Vec::new())) })
+}
+
+/// Raises the first error a Python algorithm hit during the run, if any.
+fn check_python_errors(f: &Option<PyFactory>) -> PyResult<()> {
+    if let Some(f) = f {
+        if let Some(e) = f.errors.lock().expect("errors").first() {
+            return Err(PyRuntimeError::new_err(format!("Python congestion control failed: {e}")));
+        }
+    }
+    Ok(())
+}
+
 /// Runs a scenario to completion and returns the run record as JSON.
+/// `py_ccas` maps algorithm names to Python classes (subclasses of
+/// `ccarena.CongestionControl`) that flows may use besides the built-in ones.
 #[pyfunction]
-fn run_json(py: Python<'_>, config_json: &str) -> PyResult<String> {
+#[pyo3(signature = (config_json, py_ccas=None))]
+fn run_json(py: Python<'_>, config_json: &str, py_ccas: Option<HashMap<String, Py<PyAny>>>) -> PyResult<String> {
     let cfg = parse_config(config_json)?;
-    let result = py.detach(move || ccarena_sim::run(cfg));
+    let fac = factory(py_ccas);
+    let result = py.detach(|| {
+        Simulation::with_factory(cfg, fac.as_ref().map(|f| f as &dyn CcaFactory)).map(|sim| sim.run())
+    });
     let r = result.map_err(PyValueError::new_err)?;
+    check_python_errors(&fac)?;
     serde_json::to_string(&r).map_err(|e| PyRuntimeError::new_err(e.to_string()))
 }
 
@@ -29,9 +55,11 @@ fn cca_catalogue_json() -> PyResult<String> {
 }
 
 /// Checks a resolved scenario without running it; raises ValueError naming the field.
+/// Names in `external` are algorithms supplied from Python (checked when built).
 #[pyfunction]
-fn validate_json(config_json: &str) -> PyResult<()> {
-    parse_config(config_json)?.validate().map_err(PyValueError::new_err)
+#[pyo3(signature = (config_json, external=Vec::new()))]
+fn validate_json(config_json: &str, external: Vec<String>) -> PyResult<()> {
+    parse_config(config_json)?.validate_with(&external).map_err(PyValueError::new_err)
 }
 
 /// A run that can be advanced in slices, for progress reporting.
@@ -39,16 +67,21 @@ fn validate_json(config_json: &str) -> PyResult<()> {
 struct Engine {
     sim: Mutex<Option<Simulation>>,
     duration_ns: u64,
+    factory: Option<PyFactory>,
 }
 
 #[pymethods]
 impl Engine {
     #[new]
-    fn new(config_json: &str) -> PyResult<Self> {
+    #[pyo3(signature = (config_json, py_ccas=None))]
+    fn new(py: Python<'_>, config_json: &str, py_ccas: Option<HashMap<String, Py<PyAny>>>) -> PyResult<Self> {
         let cfg = parse_config(config_json)?;
         let duration_ns = cfg.run.duration.0;
-        let sim = Simulation::new(cfg).map_err(PyValueError::new_err)?;
-        Ok(Engine { sim: Mutex::new(Some(sim)), duration_ns })
+        let factory = factory(py_ccas);
+        let sim = py
+            .detach(|| Simulation::with_factory(cfg, factory.as_ref().map(|f| f as &dyn CcaFactory)))
+            .map_err(PyValueError::new_err)?;
+        Ok(Engine { sim: Mutex::new(Some(sim)), duration_ns, factory })
     }
 
     /// Processes events up to `until_ns` (capped at the run's duration); returns
@@ -87,6 +120,7 @@ impl Engine {
             sim.run_until(Time(end));
             sim.run()
         });
+        check_python_errors(&self.factory)?;
         serde_json::to_string(&r).map_err(|e| PyRuntimeError::new_err(e.to_string()))
     }
 }
@@ -97,6 +131,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cca_catalogue_json, m)?)?;
     m.add_function(wrap_pyfunction!(validate_json, m)?)?;
     m.add_class::<Engine>()?;
+    m.add_class::<pycca::Sock>()?;
     m.add("ENGINE_VERSION", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

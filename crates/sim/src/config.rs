@@ -83,6 +83,12 @@ const MAX_SEGMENTS: u128 = (u32::MAX - (1 << 24)) as u128;
 impl SimConfig {
     /// Checks everything the engine assumes. Errors name the field.
     pub fn validate(&self) -> Result<(), String> {
+        self.validate_with(&[])
+    }
+
+    /// Like `validate`, also accepting the algorithm names in `external` (algorithms
+    /// supplied by the caller through a `CcaFactory`, whose parameters it checks).
+    pub fn validate_with(&self, external: &[String]) -> Result<(), String> {
         let n = &self.network;
         if n.bottleneck_rate.0 == 0 {
             return Err("network.bottleneck_rate: must be positive".into());
@@ -117,7 +123,9 @@ impl SimConfig {
         let max_rate = n.bottleneck_rate.0 as u128;
         for (i, f) in self.flows.iter().enumerate() {
             f.tcp.validate().map_err(|e| format!("flows[{i}].{e}"))?;
-            crate::cc::make_cca(&f.cca, &f.cca_params).map_err(|e| format!("flows[{i}].{e}"))?;
+            if !external.iter().any(|n| n == &f.cca) {
+                crate::cc::make_cca(&f.cca, &f.cca_params).map_err(|e| format!("flows[{i}].{e}"))?;
+            }
             if f.rtt.0 == 0 {
                 return Err(format!("flows[{i}].rtt: must be positive"));
             }

@@ -19,7 +19,7 @@ pub mod tcp;
 pub mod units;
 
 pub use config::{FlowConfig, NetworkConfig, RunConfig, SimConfig};
-pub use sim::{RunResult, Simulation};
+pub use sim::{CcaFactory, RunResult, Simulation};
 
 /// Runs a scenario to completion.
 pub fn run(cfg: SimConfig) -> Result<RunResult, String> {

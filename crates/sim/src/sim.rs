@@ -97,6 +97,18 @@ pub struct RunResult {
     pub invariant_violations: Vec<String>,
 }
 
+/// Builds algorithms the engine does not know itself (e.g. ones written in
+/// Python): given a name and parameters, returns `None` if the name is not
+/// its own, or the algorithm (or an error naming the parameter).
+pub trait CcaFactory: Send {
+    fn names(&self) -> Vec<String>;
+    fn build(
+        &self,
+        name: &str,
+        params: &std::collections::BTreeMap<String, crate::cc::ParamValue>,
+    ) -> Option<Result<Box<dyn crate::cc::CongestionControl>, String>>;
+}
+
 pub struct Simulation {
     cfg: SimConfig,
     now: Time,
@@ -113,7 +125,13 @@ pub struct Simulation {
 
 impl Simulation {
     pub fn new(cfg: SimConfig) -> Result<Simulation, String> {
-        cfg.validate()?;
+        Self::with_factory(cfg, None)
+    }
+
+    /// A simulation whose flows may also use algorithms from `factory`.
+    pub fn with_factory(cfg: SimConfig, factory: Option<&dyn CcaFactory>) -> Result<Simulation, String> {
+        let external = factory.map(|f| f.names()).unwrap_or_default();
+        cfg.validate_with(&external)?;
         let seed = cfg.run.seed;
         let net = &cfg.network;
         let access = net.access_rate.unwrap_or(Rate(net.bottleneck_rate.0.saturating_mul(10)));
@@ -129,7 +147,12 @@ impl Simulation {
         let mut events = EventQueue::new();
         for (i, f) in cfg.flows.iter().enumerate() {
             let id = i as u32;
-            let cc = make_cca(&f.cca, &f.cca_params).map_err(|e| format!("flows[{i}].{e}"))?;
+            let built = factory.and_then(|fac| fac.build(&f.cca, &f.cca_params));
+            let cc = match built {
+                Some(r) => r,
+                None => make_cca(&f.cca, &f.cca_params),
+            }
+            .map_err(|e| format!("flows[{i}].{e}"))?;
             let fwd_delay = Dur(f.rtt.0 / 2);
             let rev_delay = Dur(f.rtt.0 - f.rtt.0 / 2);
             let access_fwd = pipes.len() as u32;
