@@ -93,6 +93,11 @@ pub struct AckSegment {
     pub sack: SackBlocks,
     /// ECN-Echo.
     pub ece: bool,
+    /// The newest data segment that arrived before this ACK and its arrival time
+    /// at the receiver (ns): a high-precision receive timestamp that rate-probing
+    /// algorithms (RAPID) use; ordinary TCP ignores it.
+    pub rx_seq: u32,
+    pub rx_ns: u64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -166,6 +171,6 @@ mod tests {
         s.push(SeqRange::new(5, 6));
         assert_eq!(s.wire_bytes(), 28);
         assert!(!s.push(SeqRange::new(7, 8)));
-        assert!(std::mem::size_of::<Packet>() <= 64);
+        assert!(std::mem::size_of::<Packet>() <= 80);
     }
 }

@@ -169,6 +169,9 @@ impl Simulation {
             if let Some(sack) = cc.sack() {
                 rcv_tcp.sack = sack;
             }
+            if cc.wants_ack_every_segment() {
+                rcv_tcp.delayed_ack = false;
+            }
             flows.push(Flow {
                 sender: TcpSender::new(id, &f.tcp, cc, f.size),
                 receiver: TcpReceiver::new(id, &rcv_tcp, f.size),

@@ -7,6 +7,7 @@
 //! functions) are methods of `TcpSock`. One algorithm lives in one file.
 
 pub mod cubic;
+pub mod rapid;
 pub mod reno;
 pub mod registry;
 
@@ -111,6 +112,17 @@ impl Default for RateSample {
             first_tx_at_send: 0,
         }
     }
+}
+
+/// What an arriving ACK says, for algorithms that look at every ACK's details
+/// (`ack_arrival`): the cumulative ACK and the receive timestamp of the newest
+/// data segment at the receiver.
+#[derive(Clone, Copy, Debug)]
+pub struct AckArrival {
+    pub ack: u32,
+    pub rx_seq: u32,
+    pub rx_ns: u64,
+    pub now_ns: u64,
 }
 
 /// Whether the sender paces its packets (Linux `sk_pacing_status`).
@@ -360,6 +372,21 @@ pub trait CongestionControl: Send {
     /// True if the algorithm needs the sender to pace (Linux sets
     /// `sk_pacing_status = SK_PACING_NEEDED` for BBR).
     fn wants_pacing(&self) -> bool {
+        false
+    }
+
+    /// Called for every data segment just before it leaves, before the pacing clock
+    /// advances: an algorithm that sets `tp.pacing_rate` here controls the gap after
+    /// this segment (rate-probing algorithms such as RAPID). Not a Linux hook.
+    fn on_transmit(&mut self, _tp: &mut TcpSock, _seq: u32, _retransmission: bool) {}
+
+    /// Called at the start of every ACK's processing. Not a Linux hook (Linux
+    /// modules read the ACK's timestamps from the socket).
+    fn ack_arrival(&mut self, _tp: &mut TcpSock, _ack: &AckArrival) {}
+
+    /// True if the receiver must acknowledge every segment (no delayed ACKs), as
+    /// per-packet receive timestamps require.
+    fn wants_ack_every_segment(&self) -> bool {
         false
     }
 

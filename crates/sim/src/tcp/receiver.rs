@@ -78,6 +78,10 @@ pub struct TcpReceiver {
     app_segments: Option<u32>,
     tail_payload: u32,
 
+    /// Newest data segment received and when (for the receive timestamp in ACKs).
+    last_rx_seq: u32,
+    last_rx_ns: u64,
+
     pub bytes_delivered: u64,
     pub duplicate_segments: u64,
     pub ce_marks: u64,
@@ -127,6 +131,8 @@ impl TcpReceiver {
             demand_cwr: false,
             app_segments,
             tail_payload,
+            last_rx_seq: 0,
+            last_rx_ns: 0,
             bytes_delivered: 0,
             duplicate_segments: 0,
             ce_marks: 0,
@@ -196,6 +202,8 @@ impl TcpReceiver {
                 self.demand_cwr = true;
             }
         }
+        self.last_rx_seq = d.seq;
+        self.last_rx_ns = now.0;
         // RFC 7323: only the segment at the left edge updates TS.Recent.
         if d.seq <= self.rcv_wup {
             self.ts_recent = d.tsval;
@@ -458,6 +466,8 @@ impl TcpReceiver {
             tsecr: self.ts_recent,
             sack,
             ece: self.demand_cwr,
+            rx_seq: self.last_rx_seq,
+            rx_ns: self.last_rx_ns,
         };
         out.push(Packet::ack(self.flow, ack));
         self.acks_sent += 1;

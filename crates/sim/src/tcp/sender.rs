@@ -21,7 +21,7 @@ use super::scoreboard::{Scoreboard, SegState, EVER_RETRANS, LOST, RETRANS, SACKE
 use super::seqset::SeqSet;
 use super::ts_clock;
 use crate::cc::{
-    AckSample, CaEvent, CaState, CongestionControl, PacingStatus, RateSample, TcpSock, CA_ACK_ECE,
+    AckArrival, AckSample, CaEvent, CaState, CongestionControl, PacingStatus, RateSample, TcpSock, CA_ACK_ECE,
     CA_ACK_SLOWPATH, CA_ACK_WIN_UPDATE, INFINITE_SSTHRESH,
 };
 use crate::event::TimerKind;
@@ -529,6 +529,8 @@ impl TcpSender {
         let mut rexmit = Rexmit::None;
 
         self.rcv_tsecr = a.tsecr;
+        let arrival = AckArrival { ack, rx_seq: a.rx_seq, rx_ns: a.rx_ns, now_ns: self.sock.now.0 };
+        self.cc.ack_arrival(&mut self.sock, &arrival);
 
         if seq_before(ack, prior_snd_una) {
             // Old ACK: may still carry SACK/DSACK information.
@@ -1913,6 +1915,7 @@ impl TcpSender {
         self.counters.segments_sent += 1;
         self.counters.bytes_sent += payload as u64;
         self.data_segs_out += 1;
+        self.cc.on_transmit(&mut self.sock, seq, retransmission);
         self.pacing_after_send(pkt.wire_bytes as u64);
         out.push(pkt);
     }
