@@ -43,7 +43,7 @@ def test_tcp_defaults_and_per_group_overrides():
 @pytest.mark.parametrize(
     "changes,field,fragment",
     [
-        ({"flows[0].cca": "cubc"}, "flows[0].cca", "allowed: cubic, newreno, reno"),
+        ({"flows[0].cca": "cubc"}, "flows[0].cca", "unknown congestion control 'cubc'; allowed: "),
         ({"network.bottleneck_rate": "-100Mbps"}, "network.bottleneck_rate", "negative"),
         ({"network.bottleneck_rate": "100 Mbits per sec"}, "network.bottleneck_rate", "such as '400Mbps'"),
         ({"run.duration": "10"}, "run.duration", "no unit"),
@@ -96,3 +96,12 @@ def test_toml_round_trip():
     sc = Scenario.from_dict(doc(**{"flows[0].cca_params": {}, "network.loss": {"model": "periodic", "p": 0.01}}))
     again = Scenario.from_toml(sc.to_toml())
     assert again.engine == sc.engine
+
+
+def test_unknown_cca_lists_every_algorithm_sorted():
+    from ccarena.scenario import cca_catalogue
+
+    with pytest.raises(ScenarioError) as e:
+        Scenario.from_dict(doc(**{"flows[0].cca": "cubc"}))
+    names = sorted(c["name"] for c in cca_catalogue())
+    assert str(e.value).endswith("allowed: " + ", ".join(names))

@@ -2,7 +2,8 @@
 //! byte twice, never exceed the link's capacity, account for every packet sent,
 //! keep cwnd >= 1 and its scoreboard counters consistent. The engine checks these
 //! itself at the end of each run (`invariant_violations`); here we throw varied
-//! scenarios at it, including SACK off (NewReno), finite flows and heavy loss.
+//! scenarios at it, with every algorithm of the catalogue, including SACK off
+//! (NewReno), finite flows and heavy loss.
 
 mod common;
 use ccarena_sim::net::loss::LossSpec;
@@ -14,7 +15,7 @@ use proptest::prelude::*;
 
 #[derive(Debug, Clone)]
 struct FlowSpec {
-    cubic: bool,
+    cca: &'static str,
     rtt_ms: u64,
     start_ms: u64,
     sack: bool,
@@ -24,10 +25,11 @@ struct FlowSpec {
 }
 
 fn flow_spec() -> impl Strategy<Value = FlowSpec> {
-    (any::<bool>(), 1u64..300, 0u64..2000, prop::bool::weighted(0.7), prop::bool::weighted(0.8),
+    let ccas: Vec<&'static str> = ccarena_sim::cc::cca_catalogue().iter().map(|c| c.name).collect();
+    (prop::sample::select(ccas), 1u64..300, 0u64..2000, prop::bool::weighted(0.7), prop::bool::weighted(0.8),
      prop::option::weighted(0.3, 1u64..3000), prop::option::weighted(0.2, 500u64..4000))
-        .prop_map(|(cubic, rtt_ms, start_ms, sack, delayed_ack, size_kb, stop_ms)| FlowSpec {
-            cubic, rtt_ms, start_ms, sack, delayed_ack, size_kb,
+        .prop_map(|(cca, rtt_ms, start_ms, sack, delayed_ack, size_kb, stop_ms)| FlowSpec {
+            cca, rtt_ms, start_ms, sack, delayed_ack, size_kb,
             stop_ms: stop_ms.map(|s| s + start_ms + 1),
         })
 }
@@ -54,7 +56,7 @@ proptest! {
         seed in 0u64..1000,
     ) {
         let fcs = flows.iter().map(|s| {
-            let mut f = flow(if s.cubic { "cubic" } else { "reno" }, s.rtt_ms);
+            let mut f = flow(s.cca, s.rtt_ms);
             f.start = Time::from_ms(s.start_ms);
             f.tcp.sack = s.sack;
             f.tcp.delayed_ack = s.delayed_ack;

@@ -7,9 +7,15 @@
 //! functions) are methods of `TcpSock`. One algorithm lives in one file.
 
 pub mod cubic;
+pub mod hybla;
+pub mod illinois;
 pub mod rapid;
-pub mod reno;
 pub mod registry;
+pub mod reno;
+pub mod vegas;
+pub mod veno;
+pub mod westwood;
+pub mod yeah;
 
 use crate::tcp::rtt::MinMax;
 use crate::units::Time;
@@ -309,6 +315,21 @@ impl TcpSock {
     /// Linux `tcp_reno_ssthresh`.
     pub fn reno_ssthresh(&self) -> u32 {
         (self.cwnd >> 1).max(2)
+    }
+
+    /// Linux `tcp_in_cwnd_reduction`: in CWR or Recovery, where PRR owns cwnd.
+    pub fn in_cwnd_reduction(&self) -> bool {
+        matches!(self.ca_state, CaState::Cwr | CaState::Recovery)
+    }
+
+    /// Linux `tcp_current_ssthresh`: outside a reduction, never below 3/4 of
+    /// cwnd, so that a later loss does not undercut the window just reached.
+    pub fn current_ssthresh(&self) -> u32 {
+        if self.in_cwnd_reduction() {
+            self.ssthresh
+        } else {
+            self.ssthresh.max((self.cwnd >> 1) + (self.cwnd >> 2))
+        }
     }
 
     /// Linux `tcp_reno_undo_cwnd`.

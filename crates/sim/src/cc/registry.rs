@@ -70,6 +70,12 @@ const ENTRIES: &[Entry] = &[
     Entry { info: super::reno::info, build: super::reno::build },
     Entry { info: super::reno::info_newreno, build: super::reno::build_newreno },
     Entry { info: super::cubic::info, build: super::cubic::build },
+    Entry { info: super::vegas::info, build: super::vegas::build },
+    Entry { info: super::westwood::info, build: super::westwood::build },
+    Entry { info: super::illinois::info, build: super::illinois::build },
+    Entry { info: super::hybla::info, build: super::hybla::build },
+    Entry { info: super::yeah::info, build: super::yeah::build },
+    Entry { info: super::veno::info, build: super::veno::build },
     Entry { info: super::rapid::info, build: super::rapid::build },
 ];
 

@@ -1869,6 +1869,12 @@ impl TcpSender {
     /// Linux `tcp_retransmit_skb` for one segment.
     fn retransmit_one(&mut self, seq: u32, out: &mut Vec<Packet>) {
         let now = self.now_us();
+        // Linux `tcp_event_data_sent` runs for retransmissions too, before they
+        // count as in flight: the first one after an RTO (everything marked
+        // lost) is a transmission start (Vegas-family algorithms re-initialise).
+        if self.in_flight() == 0 {
+            self.ca_event(CaEvent::TxStart);
+        }
         {
             let seg = self.board.get_mut(seq);
             seg.xmit_us = now;
