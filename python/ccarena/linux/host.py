@@ -28,6 +28,7 @@ __all__ = [
     "sh",
     "popen",
     "kernel_hz",
+    "check_root",
 ]
 
 BIN_DIR = Path(__file__).parent / "bin"
@@ -98,12 +99,16 @@ def popen(args: list[str], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     return subprocess.Popen(args, stdout=stdout, stderr=stderr, stdin=stdin, start_new_session=True, preexec_fn=_die_with_parent)
 
 
-def check_host(need_delay: bool = True, need_bpf: bool = False) -> None:
-    """Raises LinuxBackendUnavailable naming what is missing."""
+def check_root() -> None:
     if os.name != "posix" or not Path("/proc/sys/net").exists():
         raise LinuxBackendUnavailable("the linux backend needs Linux")
     if os.geteuid() != 0:
         raise LinuxBackendUnavailable("the linux backend needs root (network namespaces, tc, iptables); run as root or use --backend sim")
+
+
+def check_host(need_delay: bool = True, need_bpf: bool = False) -> None:
+    """Raises LinuxBackendUnavailable naming what is missing."""
+    check_root()
     missing = [t for t in ("ip", "tc", "ss", "iperf3", "iptables-legacy") if shutil.which(t) is None]
     if need_bpf and shutil.which("bpftool") is None:
         missing.append("bpftool")
