@@ -21,6 +21,7 @@ setup: $(VENV)/.deps linux-tools
 LINUX_BIN := python/ccarena/linux/bin
 BPF_SRC   := $(wildcard bpf/*.bpf.c)
 BPF_OBJ   := $(patsubst bpf/%.bpf.c,$(LINUX_BIN)/%.bpf.o,$(BPF_SRC))
+BPF_ARCH  := $(shell uname -m | sed -e s/x86_64/x86/ -e s/aarch64/arm64/)
 
 linux-tools:
 	@mkdir -p $(LINUX_BIN)
@@ -39,7 +40,7 @@ target/bpf/vmlinux.h:
 	bpftool btf dump file /sys/kernel/btf/vmlinux format c > $@.tmp && mv $@.tmp $@
 
 $(LINUX_BIN)/%.bpf.o: bpf/%.bpf.c bpf/ccarena_ca.h target/bpf/vmlinux.h
-	clang -O2 -g -target bpf -D__TARGET_ARCH_x86 -Itarget/bpf -c $< -o $@
+	clang -O2 -g -target bpf -D__TARGET_ARCH_$(BPF_ARCH) -Itarget/bpf -c $< -o $@
 
 $(VENV)/.deps: pyproject.toml
 	@command -v cargo >/dev/null || { echo "cargo not found: install a Rust toolchain (rustup) first"; exit 2; }
