@@ -41,15 +41,11 @@ def owner_pid(ns: str) -> int | None:
 
 
 def owner_alive(pid: int | None) -> bool:
+    """Whether the process a namespace is named after still exists (any
+    process: the backend may run inside a script or a test runner)."""
     if pid is None:
         return False
-    if pid == os.getpid():
-        return True
-    try:
-        cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return False
-    return b"ccarena" in cmd or b"pytest" in cmd
+    return Path(f"/proc/{pid}").exists()
 
 
 def _pids_in(ns: str) -> list[int]:
