@@ -240,13 +240,13 @@ def validate(
 
     if set_name not in VALIDATION_SETS:
         raise UsageError(f"--set: unknown validation set {set_name!r}; allowed: {', '.join(VALIDATION_SETS)}")
-    table, where = run_validation(set_name, out_root, duration, repetitions, log=lambda s: err.print(s, highlight=False))
+    table, where = run_validation(set_name, out_root, duration, repetitions, log=lambda s: err.print(s, highlight=False, soft_wrap=True))
     if as_json:
         print(table.to_json(orient="records"))
         err.print(f"stored in {where}")
         return
     t = Table(title=f"validate {set_name}: simulator vs kernel ({VALIDATION_SETS[set_name].description})", title_justify="left", box=box.SIMPLE_HEAVY)
-    for col in ("case", "metric", "sim", "kernel", "kernel min-max", "sim - kernel", "> spread"):
+    for col in ("case", "metric", "sim", "kernel", "kernel min-max", "sim - kernel", "> spread", "sim, kernel's starts"):
         t.add_column(col, justify="left" if col in ("case", "metric") else "right")
     from .validate import _fmt
 
@@ -256,6 +256,7 @@ def validate(
             r.case, METRICS[m], _fmt(m, r.sim), _fmt(m, r.kernel), f"{_fmt(m, r.kernel_min)}-{_fmt(m, r.kernel_max)}",
             _fmt(m, r["diff"]) if m != "utilization" else (f"{r['diff'] * 100:+.1f} pp" if r["diff"] == r["diff"] else "n/a"),
             "[bold red]yes[/bold red]" if r.flagged else "",
+            f"{_fmt(m, r.sim_kernel_starts)} ({_fmt(m, r.sim_kernel_starts_min)}-{_fmt(m, r.sim_kernel_starts_max)})",
         )
     out.print(t)
     out.print(f"stored in [bold]{where}[/bold] (table.md, table.json, table.parquet, runs/)")

@@ -421,10 +421,11 @@ def build_record(run: _Run) -> dict:
     interval = run.interval
     ticks = len(run.sample_times)
     t_ns = [(k + 1) * interval for k in range(ticks)]
-    flows, series = [], []
+    flows, series, data_starts = [], [], []
     for i, f in enumerate(run.flows):
         ts, cum = _server_curve(run.server_json[i])
         start_s = _data_start(run, i, ts, cum)
+        data_starts.append(round(start_s, 4))
         end_ns = run.duration if f["stop"] is None else min(run.duration, f["stop"])
         w0, w1 = max(run.warmup, f["start"]), end_ns
 
@@ -546,6 +547,9 @@ def build_record(run: _Run) -> dict:
             "offloads": run.net.offloads,
             "rps": run.net.rps,
             "bpf_registered": run.bpf_registered,
+            # When each flow's data began (s since the run's start): iperf3's
+            # control handshake delays it by a few RTTs after `start`.
+            "data_start_s": data_starts,
             "late_samples": sum(1 for k, t in enumerate(run.sample_times) if t - (k + 1) * interval / 1e9 > 0.02),
             "notes": run.notes,
         },
