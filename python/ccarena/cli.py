@@ -248,13 +248,13 @@ def validate(
     t = Table(title=f"validate {set_name}: simulator vs kernel ({VALIDATION_SETS[set_name].description})", title_justify="left", box=box.SIMPLE_HEAVY)
     for col in ("case", "metric", "sim", "kernel", "kernel min-max", "sim - kernel", "> spread", "sim, kernel's starts"):
         t.add_column(col, justify="left" if col in ("case", "metric") else "right")
-    from .validate import _fmt
+    from .validate import _fmt, fmt_diff
 
     for _, r in table.iterrows():
         m = r.metric
         t.add_row(
             r.case, METRICS[m], _fmt(m, r.sim), _fmt(m, r.kernel), f"{_fmt(m, r.kernel_min)}-{_fmt(m, r.kernel_max)}",
-            _fmt(m, r["diff"]) if m != "utilization" else (f"{r['diff'] * 100:+.1f} pp" if r["diff"] == r["diff"] else "n/a"),
+            fmt_diff(m, r["diff"]),
             "[bold red]yes[/bold red]" if r.flagged else "",
             f"{_fmt(m, r.sim_kernel_starts)} ({_fmt(m, r.sim_kernel_starts_min)}-{_fmt(m, r.sim_kernel_starts_max)})",
         )

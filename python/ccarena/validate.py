@@ -209,6 +209,14 @@ def _fmt(metric: str, v: float) -> str:
     return f"{v:.3f}"
 
 
+def fmt_diff(metric: str, v: float) -> str:
+    if v != v:
+        return "n/a"
+    if metric == "utilization":
+        return f"{v * 100:+.1f} pp"
+    return f"{v:+.0f}" if metric == "retrans" else f"{v:+.3f}"
+
+
 def to_markdown(table: pd.DataFrame, meta: dict) -> str:
     lines = [
         f"Validation set `{meta['set']}`: {meta['description']} ({meta['repetitions']} repetitions per backend).",
@@ -217,10 +225,11 @@ def to_markdown(table: pd.DataFrame, meta: dict) -> str:
         "|---|---|---|---|---|---|---|---|",
     ]
     for _, r in table.iterrows():
-        m = r.metric
+        m = r["metric"]
+        flag = "**yes**" if r["flagged"] else ""
         lines.append(
-            f"| {r.case} | {METRICS[m]} | {_fmt(m, r.sim)} | {_fmt(m, r.kernel)} | {_fmt(m, r.kernel_min)}-{_fmt(m, r.kernel_max)} | "
-            f"{_fmt(m, r['diff']) if m != 'utilization' else (f'{r.diff * 100:+.1f} pp' if r['diff'] == r['diff'] else 'n/a')} | {'**yes**' if r.flagged else ''} | "
-            f"{_fmt(m, r.sim_kernel_starts)} ({_fmt(m, r.sim_kernel_starts_min)}-{_fmt(m, r.sim_kernel_starts_max)}) |"
+            f"| {r['case']} | {METRICS[m]} | {_fmt(m, r['sim'])} | {_fmt(m, r['kernel'])} | "
+            f"{_fmt(m, r['kernel_min'])}-{_fmt(m, r['kernel_max'])} | {fmt_diff(m, r['diff'])} | {flag} | "
+            f"{_fmt(m, r['sim_kernel_starts'])} ({_fmt(m, r['sim_kernel_starts_min'])}-{_fmt(m, r['sim_kernel_starts_max'])}) |"
         )
     return "\n".join(lines) + "\n"

@@ -51,7 +51,7 @@ ProgressCallback = Callable[[float, float], None]
 
 
 class _Terminated(KeyboardInterrupt):
-    """SIGTERM/SIGHUP: handled like Ctrl-C (tear down, then leave)."""
+    """SIGINT/SIGTERM/SIGHUP during a run: tear down, then leave as after Ctrl-C."""
 
 
 def _raise_terminated(signum, frame):
@@ -103,7 +103,9 @@ def run_linux(
     if need_bpf and shutil.which("bpftool") is None:
         raise LinuxBackendUnavailable(f"{', '.join(need_bpf)} need bpftool (Debian: apt-get install bpftool)")
 
-    old = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGHUP)}
+    # Ctrl-C, SIGTERM and SIGHUP end the run with a teardown, even where the
+    # process inherited them ignored (e.g. started in the background by a script).
+    old = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     for s in old:
         signal.signal(s, _raise_terminated)
     run = _Run(sc, notes, progress)
