@@ -51,8 +51,13 @@ def state() -> dict:
                     procs.append(comm)
             except OSError:
                 pass
-    bpf = [line for line in subprocess.run(["bpftool", "struct_ops", "show"], capture_output=True, text=True).stdout.splitlines() if "ccarena_" in line]
-    return {"namespaces": len(ns), "processes": procs, "bpf": len(bpf)}
+    maps = [line.split(":")[0].strip() for line in subprocess.run(["bpftool", "struct_ops", "show"], capture_output=True, text=True).stdout.splitlines() if "ccarena_" in line]
+    algos = [a for a in Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split() if a in ("bic", "highspeed")]
+    # Maps that existed before the check (a kernel may still hold an unregistered one) are not counted.
+    return {"namespaces": len(ns), "processes": procs, "bpf_algorithms": algos, "bpf_maps": len(set(maps) - PRE_MAPS)}
+
+
+PRE_MAPS: set = set()
 
 
 def host_config() -> str:
@@ -68,6 +73,7 @@ def main() -> None:
     rng = random.Random(1)
     d = Path(tempfile.mkdtemp())
     before = host_config()
+    PRE_MAPS.update(line.split(":")[0].strip() for line in subprocess.run(["bpftool", "struct_ops", "show"], capture_output=True, text=True).stdout.splitlines())
     modes = ["normal", "sigint-run", "sigkill-run", "sigint-setup", "sigkill-setup"]
     rows = []
     for k in range(a.runs):
@@ -95,7 +101,7 @@ def main() -> None:
     end = state()
     same = host_config() == before
     print(json.dumps({"final_run_exit": final.returncode, "left": end, "host_iptables_and_qdiscs_unchanged": same}))
-    ok = final.returncode == 0 and end == {"namespaces": 0, "processes": [], "bpf": 0} and same
+    ok = final.returncode == 0 and end == {"namespaces": 0, "processes": [], "bpf_algorithms": [], "bpf_maps": 0} and same
     print("OK: nothing left behind" if ok else "LEFTOVERS FOUND")
     sys.exit(0 if ok else 1)
 

@@ -270,7 +270,13 @@ def version() -> None:
 
 def main(argv: Optional[List[str]] = None) -> None:
     try:
-        app(args=argv, standalone_mode=False)
+        # Without standalone mode, typer returns (not raises) the status of a
+        # typer.Exit and turns Ctrl-C into status 130: pass them on.
+        status = app(args=argv, standalone_mode=False)
+        if isinstance(status, int) and status:
+            if status == 130:
+                err.print("interrupted")
+            sys.exit(status)
     except ScenarioError as e:
         err.print(f"[red]error:[/red] {e}", highlight=False, soft_wrap=True)
         sys.exit(2)

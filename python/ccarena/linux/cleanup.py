@@ -54,7 +54,13 @@ def _pids_in(ns: str) -> list[int]:
 
 
 def remove_namespace(ns: str) -> list[int]:
-    """Kills every process inside `ns`, then deletes it. Returns the pids killed."""
+    """Kills every process inside `ns`, aborts its TCP sockets, then deletes it.
+    Returns the pids killed.
+
+    Aborting the sockets (`ss -K`) matters: a sender killed with data unsent
+    leaves an orphan socket that would keep retransmitting into the deleted
+    namespace for minutes, holding the namespace and the congestion-control
+    module (a BPF algorithm stays "to be freed") until it gives up."""
     killed = []
     for _ in range(20):
         pids = _pids_in(ns)
@@ -67,26 +73,28 @@ def remove_namespace(ns: str) -> list[int]:
             except ProcessLookupError:
                 pass
         time.sleep(0.05)
+    subprocess.run(["ss", "-N", ns, "-t", "-a", "-K"], capture_output=True)
     subprocess.run(["ip", "netns", "del", ns], capture_output=True)
     return sorted(set(killed))
 
 
 def registered_bpf() -> list[str]:
-    """Names of our struct_ops maps currently registered."""
+    """Ids ("id NAME") of our struct_ops maps (registered, or unregistered but
+    still referenced by a socket: the kernel frees those when it closes)."""
     try:
         p = subprocess.run(["bpftool", "struct_ops", "show"], capture_output=True, text=True)
     except FileNotFoundError:
         return []
-    names = []
+    found = []
     for line in p.stdout.splitlines():
-        m = re.match(r"\s*\d+:\s+(\S+)\s+tcp_congestion_ops", line)
-        if m and m.group(1).startswith(BPF_MAP_PREFIX):
-            names.append(m.group(1))
-    return names
+        m = re.match(r"\s*(\d+):\s+(\S+)\s+tcp_congestion_ops", line)
+        if m and m.group(2).startswith(BPF_MAP_PREFIX):
+            found.append(f"{m.group(1)} {m.group(2)}")
+    return found
 
 
-def unregister_bpf(map_name: str) -> None:
-    subprocess.run(["bpftool", "struct_ops", "unregister", "name", map_name], capture_output=True)
+def unregister_bpf(entry: str) -> None:
+    subprocess.run(["bpftool", "struct_ops", "unregister", "id", entry.split()[0]], capture_output=True)
 
 
 def live_runs(exclude: int | None = None) -> set[int]:
