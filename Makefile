@@ -8,10 +8,39 @@ BIN    := $(VENV)/bin
 # Short tier by default; `make test SLOW=full` runs the long end-to-end checks fully.
 SLOW   ?= short
 
-.PHONY: setup demo test test-rust test-python bench clean
+.PHONY: setup demo test test-rust test-python bench clean linux-tools
 
-setup: $(VENV)/.deps
+setup: $(VENV)/.deps linux-tools
 	@VIRTUAL_ENV=$(abspath $(VENV)) $(BIN)/maturin develop --release --quiet --extras test >/dev/null
+
+# The linux backend's helpers (docs/linux-backend.md): the NFQUEUE delay
+# program and the BPF congestion-control programs, built into the package's
+# linux/bin directory. Built when their tools are present (gcc with
+# libnetfilter-queue-dev; clang, bpftool and libbpf-dev with a kernel that has
+# BTF); otherwise skipped with a note, and the simulator works as before.
+LINUX_BIN := python/ccarena/linux/bin
+BPF_SRC   := $(wildcard bpf/*.bpf.c)
+BPF_OBJ   := $(patsubst bpf/%.bpf.c,$(LINUX_BIN)/%.bpf.o,$(BPF_SRC))
+BPF_ARCH  := $(shell uname -m | sed -e s/x86_64/x86/ -e s/aarch64/arm64/)
+
+linux-tools:
+	@mkdir -p $(LINUX_BIN)
+	@if command -v gcc >/dev/null && pkg-config --exists libnetfilter_queue 2>/dev/null; then \
+		$(MAKE) --no-print-directory $(LINUX_BIN)/ccarena-delay; \
+	else echo "note: gcc or libnetfilter-queue-dev missing: the linux backend's delay program is not built"; fi
+	@if command -v clang >/dev/null && command -v bpftool >/dev/null && [ -r /sys/kernel/btf/vmlinux ] && [ -r /usr/include/bpf/bpf_helpers.h ]; then \
+		$(MAKE) --no-print-directory $(BPF_OBJ); \
+	else echo "note: clang, bpftool, libbpf-dev or kernel BTF missing: the linux backend's BPF algorithms are not built"; fi
+
+$(LINUX_BIN)/ccarena-delay: linux/delay.c
+	gcc -O2 -Wall -Wextra -o $@ $< $$(pkg-config --cflags --libs libnetfilter_queue)
+
+target/bpf/vmlinux.h:
+	@mkdir -p target/bpf
+	bpftool btf dump file /sys/kernel/btf/vmlinux format c > $@.tmp && mv $@.tmp $@
+
+$(LINUX_BIN)/%.bpf.o: bpf/%.bpf.c bpf/ccarena_ca.h target/bpf/vmlinux.h
+	clang -O2 -g -target bpf -D__TARGET_ARCH_$(BPF_ARCH) -Itarget/bpf -c $< -o $@
 
 $(VENV)/.deps: pyproject.toml
 	@command -v cargo >/dev/null || { echo "cargo not found: install a Rust toolchain (rustup) first"; exit 2; }

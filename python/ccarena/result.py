@@ -156,6 +156,7 @@ class RunResult:
             flows.append(d)
         return {
             "scenario": self.scenario.name,
+            "backend": self.record.get("backend", "sim"),
             "seed": self.scenario.seed,
             "duration_s": self.record["duration_ns"] / 1e9,
             "warmup_s": self.record["warmup_ns"] / 1e9,
@@ -186,8 +187,8 @@ class RunResult:
 def load_result(directory: str | Path) -> RunResult:
     """Reads back a result saved with `RunResult.save`."""
     d = Path(directory)
-    scenario = Scenario.from_toml((d / "scenario.toml").read_text(), str(d / "scenario.toml"))
     record = json.loads((d / "record.json").read_text())
+    scenario = Scenario.from_toml((d / "scenario.toml").read_text(), str(d / "scenario.toml"), record.get("backend", "sim"))
     meta = json.loads((d / "result.json").read_text())
     return RunResult(scenario=scenario, record=record, wall_time_s=meta.get("wall_time_s", 0.0))
 

@@ -32,7 +32,8 @@ class ScenarioError(ValueError):
         super().__init__(f"{field}: {message}" if field else message)
 
 
-_TOP_KEYS = {"name", "description", "source", "network", "tcp", "flows", "run", "sweep", "notes", "cca_files"}
+_TOP_KEYS = {"name", "description", "source", "network", "tcp", "flows", "run", "sweep", "notes", "cca_files", "linux"}
+BACKENDS = ("sim", "linux")
 _NETWORK_KEYS = {"bottleneck_rate", "buffer", "loss", "access_rate", "bdp_rtt"}
 _TCP_KEYS = {
     "mss": "int",
@@ -203,9 +204,26 @@ def _load_cca_files(doc: dict, base: Path | None) -> None:
         load_cca_file(p)
 
 
-def resolve(doc: dict, base: Path | None = None) -> dict:
+def _backend_ccas(backend: str) -> list[str]:
+    if backend == "linux":
+        from .linux.host import linux_cca_names
+
+        return linux_cca_names()
+    return _cca_names()
+
+
+def resolve(doc: dict, backend: str = "sim", base: Path | None = None) -> dict:
     """Validates a scenario document and returns the engine configuration.
-    `base` is the directory relative paths in the document (cca_files) start from."""
+
+    `backend` decides which congestion-control names are allowed: the
+    simulator's catalogue (with algorithms registered from Python), or
+    (``"linux"``) the running kernel's algorithms plus the project's BPF ones.
+    The ``[linux]`` table (options of the linux backend) is checked either way
+    and resolved into ``engine["_linux"]``. `base` is the directory relative
+    paths in the document (cca_files) start from.
+    """
+    if backend not in BACKENDS:
+        raise ScenarioError("backend", f"unknown backend {backend!r}; allowed: {', '.join(BACKENDS)}")
     _check_keys(doc, _TOP_KEYS, "")
     _load_cca_files(doc, base)
     net = _check_keys(_require(doc, "network", "scenario"), _NETWORK_KEYS, "network")
@@ -227,7 +245,8 @@ def resolve(doc: dict, base: Path | None = None) -> dict:
     loss = _resolve_loss(net.get("loss", 0.0), "network.loss")
 
     base_tcp = _resolve_tcp(doc.get("tcp", {}), "tcp", {})
-    names = _cca_names()
+    names = _backend_ccas(backend)
+    sim_names = set(_cca_names()) if backend != "sim" else set(names)
     engine_flows: list[dict] = []
     rtts_ns: list[int] = []
     for i, group in enumerate(flows):
@@ -235,7 +254,8 @@ def resolve(doc: dict, base: Path | None = None) -> dict:
         _check_keys(group, _FLOW_KEYS, where)
         cca = _require(group, "cca", where)
         if not isinstance(cca, str) or cca not in names:
-            raise ScenarioError(f"{where}.cca", f"unknown congestion control {cca!r}; allowed: {', '.join(sorted(names))}")
+            on = " on the linux backend (this kernel's and the project's BPF algorithms)" if backend == "linux" else ""
+            raise ScenarioError(f"{where}.cca", f"unknown congestion control {cca!r}{on}; allowed: {', '.join(sorted(names))}")
         count = _int(group.get("count", 1), f"{where}.count", 1, 10_000)
         rtts = _per_flow(_require(group, "rtt", where), count, parse_duration, f"{where}.rtt")
         for j, r in enumerate(rtts):
@@ -255,6 +275,8 @@ def resolve(doc: dict, base: Path | None = None) -> dict:
         if not isinstance(params, dict):
             raise ScenarioError(f"{where}.cca_params", "must be a table such as { hystart = false }")
         _check_python_params(cca, params, f"{where}.cca_params")
+        if backend == "linux" and params:
+            raise ScenarioError(f"{where}.cca_params", "the linux backend runs the kernel's algorithms with their defaults; allowed: {} (none)")
         tcp = _resolve_tcp(group.get("tcp", {}), f"{where}.tcp", base_tcp)
         label = group.get("label", cca)
         if not isinstance(label, str):
@@ -305,14 +327,22 @@ def resolve(doc: dict, base: Path | None = None) -> dict:
     from .cca import registered_ccas
 
     python_ccas = sorted({f["cca"] for f in engine_flows} & set(registered_ccas()))
+    # The engine checks what it would run; algorithms only the kernel has are
+    # checked as Reno (their names were checked above).
+    checked = engine
+    if any(f["cca"] not in sim_names for f in engine["flows"]):
+        checked = dict(engine, flows=[f if f["cca"] in sim_names else dict(f, cca="reno", cca_params={}) for f in engine["flows"]])
     try:
-        _engine.validate_json(json.dumps(engine), python_ccas)
+        _engine.validate_json(json.dumps(checked), python_ccas)
     except ValueError as e:
         text = str(e)
         m = re.match(r"([\w\[\]\.]+): (.*)", text)
         raise ScenarioError(m.group(1), m.group(2)) if m else ScenarioError("scenario", text) from None
     engine["_groups"] = [f["_group"] for f in engine_flows]
     engine["_python_ccas"] = python_ccas
+    from .linux.options import resolve_linux_options
+
+    engine["_linux"] = resolve_linux_options(doc.get("linux", {}), rate)
     return engine
 
 
@@ -323,6 +353,7 @@ class Scenario:
     doc: dict
     engine: dict = field(repr=False)
     path: str | None = None
+    backend: str = "sim"
 
     @property
     def name(self) -> str:
@@ -339,21 +370,25 @@ class Scenario:
         return self.engine["run"]["seed"]
 
     @classmethod
-    def from_dict(cls, doc: dict, path: str | None = None) -> "Scenario":
+    def from_dict(cls, doc: dict, path: str | None = None, backend: str = "sim") -> "Scenario":
         doc = copy.deepcopy(doc)
         base = Path(path).parent if path else None
-        return cls(doc=doc, engine=resolve(doc, base), path=path)
+        return cls(doc=doc, engine=resolve(doc, backend, base), path=path, backend=backend)
 
     @classmethod
-    def from_toml(cls, text: str, path: str | None = None) -> "Scenario":
+    def from_toml(cls, text: str, path: str | None = None, backend: str = "sim") -> "Scenario":
         try:
             doc = tomllib.loads(text)
         except tomllib.TOMLDecodeError as e:
             raise ScenarioError("", f"{path or 'scenario'}: not valid TOML: {e}") from None
-        return cls.from_dict(doc, path)
+        return cls.from_dict(doc, path, backend)
 
     def with_overrides(self, overrides: dict[str, Any]) -> "Scenario":
-        return Scenario.from_dict(apply_overrides(self.doc, overrides), self.path)
+        return Scenario.from_dict(apply_overrides(self.doc, overrides), self.path, self.backend)
+
+    def for_backend(self, backend: str) -> "Scenario":
+        """The same document validated for another backend (its algorithms differ)."""
+        return self if backend == self.backend else Scenario.from_dict(self.doc, self.path, backend)
 
     def engine_json(self) -> str:
         return json.dumps({k: v for k, v in self.engine.items() if not k.startswith("_")})
@@ -373,23 +408,24 @@ class Scenario:
         return dump_toml(self.doc)
 
 
-def load_scenario(source: str | Path | dict | Scenario) -> Scenario:
-    """A scenario from a file path, a preset name, TOML text, a dict, or a Scenario."""
+def load_scenario(source: str | Path | dict | Scenario, backend: str = "sim") -> Scenario:
+    """A scenario from a file path, a preset name, TOML text, a dict, or a Scenario,
+    validated for `backend` ("sim" or "linux")."""
     if isinstance(source, Scenario):
-        return source
+        return source.for_backend(backend)
     if isinstance(source, dict):
-        return Scenario.from_dict(source)
+        return Scenario.from_dict(source, backend=backend)
     text = str(source)
     if "\n" in text:
-        return Scenario.from_toml(text)
+        return Scenario.from_toml(text, backend=backend)
     p = Path(text)
     if p.is_file():
-        return Scenario.from_toml(p.read_text(), str(p))
+        return Scenario.from_toml(p.read_text(), str(p), backend)
     from .presets import preset_path
 
     preset = preset_path(text)
     if preset is not None:
-        return Scenario.from_toml(preset.read_text(), str(preset))
+        return Scenario.from_toml(preset.read_text(), str(preset), backend)
     if p.suffix == ".toml" or p.exists():
         raise ScenarioError("", f"{text}: no such file")
     raise ScenarioError("", f"{text}: no such file or preset; see `ccarena list experiments`")

@@ -1,0 +1,558 @@
+"""The linux backend: runs a scenario on this machine's kernel TCP and returns
+the same `RunResult` (the same record structure) as the simulator.
+
+    >>> from ccarena.linux import run_linux
+    >>> r = run_linux("quickstart")       # needs root; see docs/linux-backend.md
+
+A run: clean leftovers of dead runs, register the project's BPF algorithms
+the kernel lacks, build the dumbbell (topology.py), start the delay program
+and one iperf3 server per receiver, launch each iperf3 client at its flow's
+start time (with `-C cca`), sample every flow with `ss -tin` and the
+bottleneck with `tc -s` at the scenario's sample interval, then collect
+iperf3's JSON and the namespaces' TCP counters, tear everything down and
+build the record. Teardown runs on success, error, Ctrl-C and SIGTERM.
+
+What the record holds on this backend (the rest stays zero; see
+docs/linux-backend.md): per-flow throughput over the measurement window from
+iperf3's receiver-side 100 ms intervals; cwnd, ssthresh, sRTT, min RTT,
+in-flight, delivery and pacing rate, bytes acked and retransmissions over time
+from `ss`; retransmissions, RTOs, tail loss probes, recoveries, undos and SYN
+retransmissions from the sender namespace's TCP counters; the bottleneck's
+backlog, drops and bytes sent from tbf. Not measured: per-flow drops at the
+bottleneck (tbf counts them for all flows together), the CA state, duplicate
+segments, ECN marks.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from ..result import RunResult
+from ..scenario import Scenario, ScenarioError, load_scenario
+from .cleanup import cleanup, live_runs, registered_bpf, unregister_bpf
+from .host import DELAY_BIN, LinuxBackendUnavailable, bpf_ccas, check_host, has_netem, kernel_ccas, kernel_hz, popen, sh
+from .options import FRAME_BYTES
+from .sampling import sample_flow
+from .topology import MAX_FLOWS, PORT, Dumbbell, receiver_addr
+
+__all__ = ["run_linux"]
+
+INFINITE_SSTHRESH = 2147483647
+ProgressCallback = Callable[[float, float], None]
+
+
+class _Terminated(KeyboardInterrupt):
+    """SIGINT/SIGTERM/SIGHUP during a run: tear down, then leave as after Ctrl-C."""
+
+
+def _raise_terminated(signum, frame):
+    raise _Terminated()
+
+
+def check_scenario(sc: Scenario) -> list[str]:
+    """Raises ScenarioError for what the kernel cannot do; returns notes on
+    what it does differently."""
+    e = sc.engine
+    notes = []
+    flows = e["flows"]
+    if len(flows) > MAX_FLOWS:
+        raise ScenarioError("flows", f"the linux backend runs at most {MAX_FLOWS} flows, got {len(flows)}")
+    loss = e["network"]["loss"]
+    if loss["model"] not in ("bernoulli", "periodic"):
+        raise ScenarioError("network.loss.model", f"the linux backend supports loss models bernoulli and periodic, got {loss['model']!r}")
+    if e["network"].get("access_rate"):
+        notes.append("network.access_rate is not applied: veth links have no rate of their own")
+    hz = kernel_hz()
+    for i, f in enumerate(flows):
+        tcp = f["tcp"]
+        if "hz" in tcp and hz and tcp["hz"] != hz:
+            notes.append(f"flows[{i}].tcp.hz = {tcp['hz']} is not applied: the kernel's CONFIG_HZ is {hz}")
+        if f["stop"] is not None and f["size"] is not None:
+            raise ScenarioError("flows", "a flow with both size and stop is not supported on the linux backend")
+    return notes
+
+
+def run_linux(
+    scenario: str | Path | dict | Scenario,
+    overrides: dict[str, Any] | None = None,
+    progress: ProgressCallback | None = None,
+    keep_dir: str | Path | None = None,
+) -> RunResult:
+    """Runs `scenario` on the kernel's TCP in network namespaces.
+
+    Raises ScenarioError for input the backend cannot run and
+    LinuxBackendUnavailable when this machine cannot run it (no root, no
+    namespaces, missing tools). `keep_dir`, if given, receives the raw iperf3
+    JSON and delay-program statistics.
+    """
+    sc = load_scenario(scenario, backend="linux")
+    if overrides:
+        sc = sc.with_overrides(overrides)
+    notes = check_scenario(sc)
+    check_host(need_delay=True)
+    need_bpf = sorted({f["cca"] for f in sc.engine["flows"]} & set(bpf_ccas()) - set(kernel_ccas()))
+    if need_bpf and shutil.which("bpftool") is None:
+        raise LinuxBackendUnavailable(f"{', '.join(need_bpf)} need bpftool (Debian: apt-get install bpftool)")
+
+    # Ctrl-C, SIGTERM and SIGHUP end the run with a teardown, even where the
+    # process inherited them ignored (e.g. started in the background by a script).
+    old = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    for s in old:
+        signal.signal(s, _raise_terminated)
+    run = _Run(sc, notes, progress)
+    started = time.perf_counter()
+    try:
+        cleanup(exclude=os.getpid())  # leftovers of runs that were killed
+        run.register_bpf(need_bpf)
+        run.setup()
+        run.execute()
+        run.collect()
+    finally:
+        prev_int = signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not stop the teardown
+        try:
+            run.teardown()
+            if keep_dir is not None:
+                shutil.copytree(run.workdir, keep_dir, dirs_exist_ok=True)
+            shutil.rmtree(run.workdir, ignore_errors=True)
+        finally:
+            signal.signal(signal.SIGINT, prev_int)
+            for s, h in old.items():
+                signal.signal(s, h)
+    record = run.record()
+    return RunResult(scenario=sc, record=record, wall_time_s=time.perf_counter() - started)
+
+
+class _Run:
+    def __init__(self, sc: Scenario, notes: list[str], progress: ProgressCallback | None):
+        self.sc = sc
+        e = sc.engine
+        self.e = e
+        self.notes = notes
+        self.progress = progress
+        self.flows = e["flows"]
+        self.n = len(self.flows)
+        self.duration = e["run"]["duration"]
+        self.warmup = e["run"]["warmup"]
+        self.interval = e["run"]["sample_interval"]
+        opts = e["_linux"]
+        rate = e["network"]["bottleneck_rate"]
+        buf = e["network"]["buffer"]
+        if "packets" in buf:
+            limit = buf["packets"] * FRAME_BYTES
+        else:  # the same number of full-size packets as the simulator's byte buffer holds
+            limit = buf["bytes"] * FRAME_BYTES // 1500
+        self.delay_mode = "netem" if has_netem() else "nfqueue"
+        self.net = Dumbbell(
+            tag=str(os.getpid()),
+            flows=self.flows,
+            rate_bps=rate,
+            limit_bytes=limit,
+            burst_bytes=opts["tbf_burst"],
+            offloads=opts["offloads"],
+            rps=opts["rps"],
+            loss=e["network"]["loss"],
+            delay_mode=self.delay_mode,
+        )
+        self.workdir = Path(tempfile.mkdtemp(prefix="ccarena-linux-"))
+        self.procs: list[subprocess.Popen] = []
+        self.delay_proc: subprocess.Popen | None = None
+        self.servers: list[subprocess.Popen] = []
+        self.clients: list[subprocess.Popen | None] = [None] * self.n
+        self.launched_at = [None] * self.n
+        self.bpf_registered: list[str] = []
+        self.samples: list[list[dict | None]] = [[] for _ in range(self.n)]
+        self.sample_times: list[float] = []
+        self.tbf: list[dict] = []
+        self.netstat_start: list[dict] = [{} for _ in range(self.n)]
+        self.netstat_end: list[dict] = [{} for _ in range(self.n)]
+        self.delay_stats: dict | None = None
+        self.server_json: list[dict] = []
+        self.client_json: list[dict] = []
+        self.loss_drops = 0
+
+    # ---- set-up ----
+    def register_bpf(self, names: list[str]) -> None:
+        objs = bpf_ccas()
+        for name in names:
+            before = set(registered_bpf())
+            sh("bpftool", "struct_ops", "register", str(objs[name]))
+            self.bpf_registered += sorted(set(registered_bpf()) - before)
+        missing = [n for n in names if n not in kernel_ccas()]
+        if missing:
+            raise RuntimeError(f"BPF algorithms {missing} did not appear in the kernel's list after registration")
+
+    def _spawn(self, args: list[str], out: Path | None = None, err: Path | None = None) -> subprocess.Popen:
+        p = popen(
+            args,
+            stdout=open(out, "w") if out else subprocess.DEVNULL,
+            stderr=open(err, "w") if err else subprocess.DEVNULL,
+        )
+        self.procs.append(p)
+        return p
+
+    def setup(self) -> None:
+        self.net.build()
+        if self.delay_mode == "nfqueue":
+            self.delay_proc = popen(
+                ["ip", "netns", "exec", self.net.right, str(DELAY_BIN), *self.net.delay_args()],
+                stdout=subprocess.PIPE,
+                stderr=open(self.workdir / "delay.err", "w"),
+            )
+            self.procs.append(self.delay_proc)
+            line = self.delay_proc.stdout.readline().decode(errors="replace").strip()
+            if line != "ready":
+                try:
+                    self.delay_proc.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    self.delay_proc.kill()
+                raise RuntimeError(f"the delay program did not start: {(self.workdir / 'delay.err').read_text().strip()}")
+        self.net.add_delay_rules()
+        for i in range(self.n):
+            self.servers.append(
+                self._spawn(
+                    ["ip", "netns", "exec", self.net.receiver(i), "iperf3", "-s", "-1", "-p", str(PORT), "-i", "0.1", "--json"],
+                    out=self.workdir / f"server{i}.json",
+                    err=self.workdir / f"server{i}.err",
+                )
+            )
+        deadline = time.monotonic() + 10
+        for i in range(self.n):
+            while True:
+                p = subprocess.run(["ss", "-N", self.net.receiver(i), "-tlnH", "sport", "=", f":{PORT}"], capture_output=True, text=True)
+                if p.stdout.strip():
+                    break
+                if time.monotonic() > deadline or self.servers[i].poll() is not None:
+                    raise RuntimeError(f"iperf3 server {i} did not start: {(self.workdir / f'server{i}.err').read_text().strip()}")
+                time.sleep(0.01)
+
+    def _client_args(self, i: int) -> list[str]:
+        f = self.flows[i]
+        end = self.duration if f["stop"] is None else min(self.duration, f["stop"])
+        args = ["ip", "netns", "exec", self.net.sender(i), "iperf3", "-c", receiver_addr(i), "-p", str(PORT),
+                "-C", "reno" if f["cca"] == "newreno" else f["cca"], "-i", "0.1", "--json"]
+        if f["size"] is not None:
+            args += ["-n", str(f["size"])]
+        else:
+            args += ["-t", str(max(1, math.ceil((end - f["start"]) / 1e9)))]
+        if f["tcp"].get("pacing"):
+            args += ["--fq-rate", "100G"]  # SO_MAX_PACING_RATE: turns on the kernel's internal TCP pacing
+        return args
+
+    # ---- the run ----
+    def execute(self) -> None:
+        interval = self.interval / 1e9
+        ticks = int(self.duration // self.interval)
+        order = sorted(range(self.n), key=lambda i: self.flows[i]["start"])
+        window_start = [max(self.warmup, f["start"]) / 1e9 for f in self.flows]
+        snap_done = [False] * self.n
+        self.t0 = t0 = time.monotonic()
+        k = 1
+        nxt = 0
+        while k <= ticks:
+            t_launch = self.flows[order[nxt]]["start"] / 1e9 if nxt < len(order) else math.inf
+            t_tick = k * interval
+            wait = min(t_launch, t_tick) - (time.monotonic() - t0)
+            if wait > 0:
+                time.sleep(wait)
+            now = time.monotonic() - t0
+            if t_launch <= now + 1e-4:
+                i = order[nxt]
+                self.clients[i] = self._spawn(self._client_args(i), out=self.workdir / f"client{i}.json", err=self.workdir / f"client{i}.err")
+                self.launched_at[i] = now
+                nxt += 1
+                continue
+            # One sample of every flow and of the bottleneck.
+            self.sample_times.append(time.monotonic() - t0)
+            for i in range(self.n):
+                s = sample_flow(self.net.sender(i), PORT) if self.clients[i] is not None else None
+                self.samples[i].append(s)
+                if not snap_done[i] and k * interval >= window_start[i] - 1e-9 and window_start[i] > 0:
+                    self.netstat_start[i] = self.net.netstat(self.net.sender(i))
+                    snap_done[i] = True
+            self.tbf.append(self.net.tbf_stats())
+            if self.progress:
+                self.progress(min(k * interval, self.duration / 1e9), self.duration / 1e9)
+            k += 1
+            for i, c in enumerate(self.clients):
+                if c is not None and c.poll() not in (None, 0):
+                    raise RuntimeError(f"iperf3 client of flow {i} failed: {self._iperf_error(i)}")
+
+    def _iperf_error(self, i: int) -> str:
+        for name in (f"client{i}.json", f"client{i}.err"):
+            text = (self.workdir / name).read_text() if (self.workdir / name).exists() else ""
+            try:
+                doc = json.loads(text)
+                if doc.get("error"):
+                    return doc["error"]
+            except ValueError:
+                if text.strip():
+                    return text.strip().splitlines()[-1]
+        return "no output"
+
+    def collect(self) -> None:
+        # Clients end by themselves (-t / -n) shortly after the duration (their
+        # handshake came after the launch); sized flows still running are stopped.
+        deadline = time.monotonic() + 15
+        for i, c in enumerate(self.clients):
+            if c is None:
+                continue
+            try:
+                c.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                c.send_signal(signal.SIGINT)
+                try:
+                    c.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    c.kill()
+        for s in self.servers:
+            try:
+                s.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                s.kill()
+        for i in range(self.n):
+            self.netstat_end[i] = self.net.netstat(self.net.sender(i))
+        self.final_tbf = self.net.tbf_stats()
+        self.loss_drops = self.net.loss_drops()
+        for i in range(self.n):
+            self.client_json.append(_read_json(self.workdir / f"client{i}.json"))
+            self.server_json.append(_read_json(self.workdir / f"server{i}.json"))
+            err = self.client_json[i].get("error")
+            if err:
+                raise RuntimeError(f"iperf3 flow {i}: {err}")
+
+    # ---- teardown ----
+    def teardown(self) -> None:
+        if self.delay_proc is not None and self.delay_proc.poll() is None:
+            self.delay_proc.send_signal(signal.SIGTERM)
+            try:
+                self.delay_proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.delay_proc.kill()
+            try:
+                lines = (self.workdir / "delay.err").read_text().strip().splitlines()
+                self.delay_stats = json.loads(lines[-1]) if lines else None
+            except (OSError, ValueError):
+                self.delay_stats = None
+        for p in self.procs:
+            if p.poll() is None:
+                p.kill()
+        for p in self.procs:
+            try:
+                p.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
+        self.net.teardown()
+        if self.bpf_registered and not live_runs(exclude=os.getpid()):
+            for name in self.bpf_registered:
+                unregister_bpf(name)
+
+    # ---- the record ----
+    def record(self) -> dict:
+        return build_record(self)
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def _server_curve(doc: dict) -> tuple[list[float], list[int]]:
+    """Cumulative bytes received against seconds since the server's test start."""
+    ts, cum = [0.0], [0]
+    for iv in doc.get("intervals", []):
+        s = iv.get("sum", {})
+        ts.append(float(s.get("end", 0.0)))
+        cum.append(cum[-1] + int(s.get("bytes", 0)))
+    return ts, cum
+
+
+def _interp(x: float, xs: list[float], ys: list[float]) -> float:
+    if not xs or x <= xs[0]:
+        return ys[0] if ys else 0.0
+    if x >= xs[-1]:
+        return ys[-1]
+    lo, hi = 0, len(xs) - 1
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if xs[mid] <= x:
+            lo = mid
+        else:
+            hi = mid
+    span = xs[hi] - xs[lo]
+    return ys[lo] + (ys[hi] - ys[lo]) * ((x - xs[lo]) / span if span > 0 else 0.0)
+
+
+def _data_start(run: _Run, i: int, ts: list[float], cum: list[int]) -> float:
+    """When flow i's data phase began, in seconds since the run's start.
+
+    iperf3 times its intervals from its own test start, which follows the
+    client's launch by the control handshake. The ss samples (taken at known
+    times) show the bytes acked at the sender; the receiver had those bytes
+    one ACK-path delay earlier. Matching the two curves gives the offset
+    (median over the samples of the steady part)."""
+    rtt = run.flows[i]["rtt"] / 1e9
+    offsets = []
+    for t, s in zip(run.sample_times, run.samples[i]):
+        if not s or not s.get("bytes_acked"):
+            continue
+        acked = s["bytes_acked"]
+        if acked <= cum[0] or acked >= cum[-1]:
+            continue
+        tau = _interp(acked, [float(c) for c in cum], ts)
+        offsets.append(t - rtt - tau)
+    if offsets:
+        offsets.sort()
+        return offsets[len(offsets) // 2]
+    launched = run.launched_at[i]
+    return (launched if launched is not None else run.flows[i]["start"] / 1e9) + 3 * rtt
+
+
+def build_record(run: _Run) -> dict:
+    e = run.e
+    interval = run.interval
+    ticks = len(run.sample_times)
+    t_ns = [(k + 1) * interval for k in range(ticks)]
+    flows, series, data_starts = [], [], []
+    for i, f in enumerate(run.flows):
+        ts, cum = _server_curve(run.server_json[i])
+        start_s = _data_start(run, i, ts, cum)
+        data_starts.append(round(start_s, 4))
+        end_ns = run.duration if f["stop"] is None else min(run.duration, f["stop"])
+        w0, w1 = max(run.warmup, f["start"]), end_ns
+
+        def delivered_at(t_abs_ns: int) -> int:
+            return int(round(_interp(t_abs_ns / 1e9 - start_s, ts, [float(c) for c in cum])))
+
+        end_ns_stat = run.netstat_end[i]
+        start_stat = run.netstat_start[i]
+        samples = run.samples[i]
+        last = next((s for s in reversed(samples) if s), {}) or {}
+        server_end = run.server_json[i].get("end", {}).get("sum_received", {})
+        completion = 0
+        if f["size"] is not None and cum[-1] >= f["size"]:
+            completion = int((start_s + _interp(f["size"], [float(c) for c in cum], ts)) * 1e9)
+        counters = {
+            "segments_sent": last.get("data_segs_out", 0),
+            "bytes_sent": last.get("bytes_sent", 0),
+            "retransmissions": end_ns_stat.get("TcpRetransSegs", last.get("total_retrans", 0)),
+            "rtos": end_ns_stat.get("TcpExtTCPTimeouts", 0),
+            "tlps": end_ns_stat.get("TcpExtTCPLossProbes", 0),
+            "recoveries": end_ns_stat.get("TcpExtTCPSackRecovery", 0) + end_ns_stat.get("TcpExtTCPRenoRecovery", 0),
+            "undos": sum(end_ns_stat.get(k, 0) for k in ("TcpExtTCPFullUndo", "TcpExtTCPPartialUndo", "TcpExtTCPDSACKUndo", "TcpExtTCPLossUndo")),
+            "syn_retransmissions": end_ns_stat.get("TcpExtTCPSynRetrans", 0),
+            "bytes_acked": last.get("bytes_acked", 0),
+            "bytes_delivered": int(server_end.get("bytes", cum[-1])),
+            "duplicate_segments": 0,
+            "drops": 0,
+            "random_drops": 0,
+            "ce_marks": 0,
+            "start_ns": f["start"],
+            "completion_ns": completion,
+            "delivered_at_window_start": delivered_at(w0) if w1 > w0 else 0,
+            "delivered_at_window_end": delivered_at(w1) if w1 > w0 else 0,
+            "retrans_at_window_start": start_stat.get("TcpRetransSegs", 0),
+            "rtos_at_window_start": start_stat.get("TcpExtTCPTimeouts", 0),
+        }
+        flows.append(
+            {
+                "cca": f["cca"],
+                "label": f["label"],
+                "rtt_ns": f["rtt"],
+                "start_ns": f["start"],
+                "stop_ns": f["stop"],
+                "size_bytes": f["size"],
+                "window_start_ns": w0,
+                "window_end_ns": w1,
+                "counters": counters,
+                "final_cwnd": last.get("cwnd", 0),
+                "final_ssthresh": last.get("ssthresh", INFINITE_SSTHRESH),
+                "srtt_us": last.get("srtt_us", 0),
+                "min_rtt_us": last.get("min_rtt_us", 0),
+            }
+        )
+        s = {k: [] for k in ("t_ns", "cwnd", "ssthresh", "in_flight", "srtt_us", "min_rtt_us", "delivery_rate_bps",
+                             "throughput_bps", "delivered_bytes", "retransmissions", "ca_state", "pacing_rate_bps")}
+        prev_b, prev_t = 0, 0.0
+        for k, smp in enumerate(samples):
+            smp = smp or {}
+            b = smp.get("bytes_acked", prev_b)
+            t = run.sample_times[k]
+            s["t_ns"].append(t_ns[k])
+            s["cwnd"].append(smp.get("cwnd", 0))
+            s["ssthresh"].append(smp.get("ssthresh", INFINITE_SSTHRESH))
+            s["in_flight"].append(max(0, smp.get("unacked", 0) - smp.get("sacked", 0) - smp.get("lost", 0) + smp.get("retrans_out", 0)))
+            s["srtt_us"].append(smp.get("srtt_us", 0))
+            s["min_rtt_us"].append(smp.get("min_rtt_us", 0))
+            s["delivery_rate_bps"].append(smp.get("delivery_rate_bps", 0))
+            s["throughput_bps"].append(int((b - prev_b) * 8 / (t - prev_t)) if t > prev_t else 0)
+            s["delivered_bytes"].append(b)
+            s["retransmissions"].append(smp.get("total_retrans", 0))
+            s["ca_state"].append(-1)  # not in ss's output: unknown
+            s["pacing_rate_bps"].append(smp.get("pacing_rate_bps", 0))
+            prev_b, prev_t = b, t
+        series.append(s)
+
+    def ip_bytes(st: dict) -> int:
+        return st["bytes"] - 14 * st["packets"]
+
+    q = {k: [] for k in ("t_ns", "backlog_packets", "backlog_bytes", "drops", "bytes_out", "rate_bps")}
+    for k, st in enumerate(run.tbf):
+        q["t_ns"].append(t_ns[k])
+        q["backlog_packets"].append(st["qlen"])
+        q["backlog_bytes"].append(max(0, st["backlog"] - 14 * st["qlen"]))
+        q["drops"].append(st["drops"])
+        q["bytes_out"].append(ip_bytes(st))
+        q["rate_bps"].append(e["network"]["bottleneck_rate"])
+    fin = run.final_tbf
+    w_tick = int(run.warmup // interval) - 1
+    out_at_warmup = q["bytes_out"][w_tick] if 0 <= w_tick < len(q["bytes_out"]) else 0
+    out_at_end = q["bytes_out"][-1] if q["bytes_out"] else 0
+    link = {
+        "rate_bps": e["network"]["bottleneck_rate"],
+        "arrivals": fin["packets"] + fin["drops"] + run.loss_drops,
+        "departures": fin["packets"],
+        "bytes_out": ip_bytes(fin),
+        "drops_queue": fin["drops"],
+        "drops_random": run.loss_drops,
+        "drops_aqm": 0,
+        "window_bytes_out": out_at_end - out_at_warmup,
+    }
+    return {
+        "backend": "linux",
+        "flows": flows,
+        "flow_series": series,
+        "queue_series": q,
+        "link": link,
+        "duration_ns": run.duration,
+        "warmup_ns": run.warmup,
+        "sample_interval_ns": interval,
+        "seed": e["run"]["seed"],
+        "events": 0,
+        "data_packets_forwarded": fin["packets"],
+        "invariant_violations": [],
+        "linux": {
+            "kernel": os.uname().release,
+            "delay": run.delay_mode,
+            "delay_stats": run.delay_stats,
+            "tbf": {"rate_bps": run.net.tbf_rate_bps, "burst_bytes": run.net.burst_bytes, "limit_bytes": run.net.limit_bytes},
+            "offloads": run.net.offloads,
+            "rps": run.net.rps,
+            "bpf_registered": run.bpf_registered,
+            # When each flow's data began (s since the run's start): iperf3's
+            # control handshake delays it by a few RTTs after `start`.
+            "data_start_s": data_starts,
+            "late_samples": sum(1 for k, t in enumerate(run.sample_times) if t - (k + 1) * interval / 1e9 > 0.02),
+            "notes": run.notes,
+        },
+    }

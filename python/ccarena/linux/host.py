@@ -1,0 +1,137 @@
+"""What the linux backend needs from this machine, and small helpers to run
+commands. `check_host()` raises `LinuxBackendUnavailable` with one line saying
+what is missing (the CLI prints it and exits with status 2).
+
+Algorithms on the linux backend: the kernel's own
+(/proc/sys/net/ipv4/tcp_available_congestion_control), the project's BPF
+programs in ``linux/bin/*.bpf.o`` (registered for a run when the kernel lacks
+the name), and ``newreno`` (the kernel's reno with SACK off, as in the simulator).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import gzip
+import os
+import shutil
+import signal
+import subprocess
+from pathlib import Path
+
+__all__ = [
+    "LinuxBackendUnavailable",
+    "check_host",
+    "linux_cca_names",
+    "kernel_ccas",
+    "bpf_ccas",
+    "BIN_DIR",
+    "sh",
+    "popen",
+    "kernel_hz",
+    "check_root",
+]
+
+BIN_DIR = Path(__file__).parent / "bin"
+DELAY_BIN = BIN_DIR / "ccarena-delay"
+_AVAILABLE = Path("/proc/sys/net/ipv4/tcp_available_congestion_control")
+# Map name -> tcp_congestion_ops name of the BPF programs we build (bpf/NAME.bpf.c).
+BPF_MAP_PREFIX = "ccarena_"
+
+
+class LinuxBackendUnavailable(RuntimeError):
+    """The linux backend cannot run here (no root, no namespaces, missing tools)."""
+
+
+def kernel_ccas() -> list[str]:
+    try:
+        return _AVAILABLE.read_text().split()
+    except OSError:
+        return []
+
+
+def bpf_ccas() -> dict[str, Path]:
+    """Algorithms the project provides as BPF programs (name -> object file)."""
+    return {p.name[: -len(".bpf.o")]: p for p in sorted(BIN_DIR.glob("*.bpf.o"))}
+
+
+def linux_cca_names() -> list[str]:
+    names = set(kernel_ccas()) | set(bpf_ccas())
+    if "reno" in names:
+        names.add("newreno")
+    return sorted(names)
+
+
+def kernel_hz() -> int | None:
+    """CONFIG_HZ of the running kernel, if /proc/config.gz tells it."""
+    try:
+        with gzip.open("/proc/config.gz", "rt") as f:
+            for line in f:
+                if line.startswith("CONFIG_HZ="):
+                    return int(line.split("=", 1)[1])
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+def sh(*args: str, check: bool = True, input: str | None = None, timeout: float = 30) -> subprocess.CompletedProcess:
+    """Runs a command; on failure raises RuntimeError with its stderr."""
+    p = subprocess.run(list(args), capture_output=True, text=True, input=input, timeout=timeout)
+    if check and p.returncode != 0:
+        raise RuntimeError(f"`{' '.join(args)}` failed ({p.returncode}): {p.stderr.strip() or p.stdout.strip()}")
+    return p
+
+
+_libc = None
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: die when the parent (the ccarena process) dies,
+    even by SIGKILL, so no iperf3 or delay program outlives it."""
+    global _libc
+    if _libc is None:
+        _libc = ctypes.CDLL(None, use_errno=True)
+    _libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+def popen(args: list[str], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL) -> subprocess.Popen:
+    """Starts a helper process in its own session (Ctrl-C reaches only ccarena,
+    which then tears down in order) that dies with the ccarena process."""
+    return subprocess.Popen(args, stdout=stdout, stderr=stderr, stdin=stdin, start_new_session=True, preexec_fn=_die_with_parent)
+
+
+def check_root() -> None:
+    if os.name != "posix" or not Path("/proc/sys/net").exists():
+        raise LinuxBackendUnavailable("the linux backend needs Linux")
+    if os.geteuid() != 0:
+        raise LinuxBackendUnavailable("the linux backend needs root (network namespaces, tc, iptables); run as root or use --backend sim")
+
+
+def check_host(need_delay: bool = True, need_bpf: bool = False) -> None:
+    """Raises LinuxBackendUnavailable naming what is missing."""
+    check_root()
+    missing = [t for t in ("ip", "tc", "ss", "iperf3", "iptables-legacy") if shutil.which(t) is None]
+    if need_bpf and shutil.which("bpftool") is None:
+        missing.append("bpftool")
+    if missing:
+        raise LinuxBackendUnavailable(
+            f"the linux backend needs {', '.join(missing)}; install them (Debian: apt-get install iperf3 iproute2 iptables bpftool)"
+        )
+    if need_delay and not DELAY_BIN.exists():
+        raise LinuxBackendUnavailable(f"the delay program is not built ({DELAY_BIN.name}); run `make setup` with gcc and libnetfilter-queue-dev installed")
+    probe = f"ccarena-probe-{os.getpid()}"
+    p = subprocess.run(["ip", "netns", "add", probe], capture_output=True, text=True)
+    if p.returncode != 0:
+        raise LinuxBackendUnavailable(f"cannot create a network namespace here: {p.stderr.strip()}")
+    subprocess.run(["ip", "netns", "del", probe], capture_output=True)
+
+
+def has_netem() -> bool:
+    """Whether the kernel has the netem qdisc (probed in a scratch namespace)."""
+    probe = f"ccarena-probe-{os.getpid()}"
+    if subprocess.run(["ip", "netns", "add", probe], capture_output=True).returncode != 0:
+        return False
+    try:
+        p = subprocess.run(["tc", "-n", probe, "qdisc", "add", "dev", "lo", "root", "netem", "delay", "1ms"], capture_output=True)
+        return p.returncode == 0
+    finally:
+        subprocess.run(["ip", "netns", "del", probe], capture_output=True)

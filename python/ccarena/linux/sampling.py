@@ -1,0 +1,69 @@
+"""Sampling a running flow's TCP state with `ss -tin` (the kernel's tcp_info):
+cwnd, ssthresh, sRTT, min RTT, bytes acked, retransmissions, in-flight,
+delivery and pacing rates. One `ss` per sender namespace per sample."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+
+__all__ = ["parse_ss", "sample_flow"]
+
+_INT_FIELDS = {
+    "cwnd": "cwnd",
+    "ssthresh": "ssthresh",
+    "bytes_sent": "bytes_sent",
+    "bytes_retrans": "bytes_retrans",
+    "bytes_acked": "bytes_acked",
+    "segs_out": "segs_out",
+    "data_segs_out": "data_segs_out",
+    "unacked": "unacked",
+    "lost": "lost",
+    "sacked": "sacked",
+    "delivered": "delivered",
+    "mss": "mss",
+}
+_INT_RE = re.compile(r"\b(" + "|".join(_INT_FIELDS) + r"):(\d+)\b")
+_RTT_RE = re.compile(r"\brtt:([\d.]+)/([\d.]+)")
+_MINRTT_RE = re.compile(r"\bminrtt:([\d.]+)")
+_RETRANS_RE = re.compile(r"\bretrans:(\d+)/(\d+)")
+_RATE_RE = re.compile(r"\b(delivery_rate|pacing_rate) ([\d.]+)([KMG]?)bps")
+_SCALE = {"": 1, "K": 1e3, "M": 1e6, "G": 1e9}
+
+
+def parse_ss(line: str) -> dict:
+    """The fields of one `ss -tinO` line (missing ones are absent)."""
+    d: dict = {}
+    for k, v in _INT_RE.findall(line):
+        d[_INT_FIELDS[k]] = int(v)
+    m = _RTT_RE.search(line)
+    if m:
+        d["srtt_us"] = int(float(m.group(1)) * 1000)
+    m = _MINRTT_RE.search(line)
+    if m:
+        d["min_rtt_us"] = int(float(m.group(1)) * 1000)
+    m = _RETRANS_RE.search(line)
+    if m:
+        d["retrans_out"], d["total_retrans"] = int(m.group(1)), int(m.group(2))
+    for name, val, unit in _RATE_RE.findall(line):
+        d[name + "_bps"] = int(float(val) * _SCALE[unit])
+    return d
+
+
+def sample_flow(ns: str, port: int) -> dict | None:
+    """tcp_info of the data connection to `port` in namespace `ns`: of the
+    iperf3 connections (control and data) the one that has sent the most."""
+    p = subprocess.run(
+        ["ss", "-N", ns, "-tinHO", "state", "established", "dport", "=", f":{port}"],
+        capture_output=True,
+        text=True,
+        timeout=5,
+    )
+    best = None
+    for line in p.stdout.splitlines():
+        d = parse_ss(line)
+        if "bytes_acked" not in d and "cwnd" not in d:
+            continue
+        if best is None or d.get("bytes_sent", 0) > best.get("bytes_sent", 0):
+            best = d
+    return best

@@ -1,0 +1,257 @@
+"""The dumbbell in network namespaces.
+
+::
+
+    s0 ──┐                                   ┌── r0      s_i: sender i     (iperf3 client)
+    s1 ──┤ L ══ tbf (rate, burst, limit) ══> R ├── r1      r_i: receiver i   (iperf3 server)
+    ...──┘      "btl"                         └── ...     L, R: routers
+
+One namespace per sender and per receiver and one per router, joined by veth
+pairs (created directly inside their namespaces, never in the host's). The
+bottleneck is a tbf qdisc on L's interface towards R. Each flow's two-way
+propagation delay is added on its ACK path, in R: by netem on the receiver's
+interface where the kernel has netem, otherwise by the project's NFQUEUE delay
+program (linux/delay.c) with one queue per flow. Random loss (bernoulli or
+periodic) is an iptables `statistic` rule on L's forwarding path into the
+bottleneck. Addresses come from 198.18.0.0/15 (RFC 2544's benchmarking
+range) and exist only inside these namespaces:
+
+    s_i 198.18.i.1/24 ─ L 198.18.i.254     L 198.18.255.1/24 ─ R 198.18.255.2
+    r_i 198.19.i.1/24 ─ R 198.19.i.254
+
+Per-flow TCP settings are per-namespace sysctls and route attributes of s_i and
+r_i (see docs/linux-backend.md for the mapping).
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+from dataclasses import dataclass, field
+
+from .cleanup import remove_namespace
+from .host import sh
+from .options import FRAME_BYTES
+
+__all__ = ["Dumbbell", "MAX_FLOWS", "receiver_addr"]
+
+MAX_FLOWS = 64
+PORT = 5201
+
+
+def receiver_addr(i: int) -> str:
+    return f"198.19.{i}.1"
+
+
+def _in_ns(ns: str, script: list[str]) -> None:
+    """Runs shell lines inside namespace `ns` in one process."""
+    if script:
+        sh("ip", "netns", "exec", ns, "sh", "-ec", "\n".join(script))
+
+
+@dataclass
+class Dumbbell:
+    tag: str
+    flows: list[dict]          # engine flows (rtt, tcp, cca ...)
+    rate_bps: int
+    limit_bytes: int           # tbf limit
+    burst_bytes: int
+    offloads: bool = False
+    rps: bool = True
+    loss: dict = field(default_factory=lambda: {"model": "bernoulli", "p": 0.0})
+    delay_mode: str = "nfqueue"  # or "netem"
+    created: list[str] = field(default_factory=list)
+
+    # ---- names ----
+    def ns(self, role: str) -> str:
+        return f"ccarena-{self.tag}-{role}"
+
+    @property
+    def left(self) -> str:
+        return self.ns("L")
+
+    @property
+    def right(self) -> str:
+        return self.ns("R")
+
+    def sender(self, i: int) -> str:
+        return self.ns(f"s{i}")
+
+    def receiver(self, i: int) -> str:
+        return self.ns(f"r{i}")
+
+    @property
+    def tbf_rate_bps(self) -> int:
+        """tbf counts Ethernet frames (IP packet + 14 bytes): scaled so that
+        the IP-layer rate is the scenario's rate."""
+        return self.rate_bps * FRAME_BYTES // 1500
+
+    # ---- build ----
+    def build(self) -> None:
+        n = len(self.flows)
+        names = [self.left, self.right] + [self.sender(i) for i in range(n)] + [self.receiver(i) for i in range(n)]
+        for ns in names:
+            sh("ip", "netns", "add", ns)
+            self.created.append(ns)
+        links = [f"link add btl netns {self.left} type veth peer name btl netns {self.right}"]
+        for i in range(n):
+            links.append(f"link add s{i} netns {self.left} type veth peer name eth0 netns {self.sender(i)}")
+            links.append(f"link add r{i} netns {self.right} type veth peer name eth0 netns {self.receiver(i)}")
+        sh("ip", "-batch", "-", input="\n".join(links) + "\n")
+
+        cpus = os.cpu_count() or 1
+        rps_mask = format((1 << cpus) - 1, "x")
+
+        def common(devs: list[str]) -> list[str]:
+            lines = ["ip link set lo up"]
+            for d in devs:
+                lines.append(f"ip link set {d} up")
+                if not self.offloads:
+                    lines.append(f"ethtool -K {d} tso off gso off gro off >/dev/null 2>&1 || true")
+                if self.rps:
+                    lines.append(f"for q in /sys/class/net/{d}/queues/rx-*; do echo {rps_mask} > $q/rps_cpus; done")
+            return lines
+
+        # Routers.
+        left = common(["btl"] + [f"s{i}" for i in range(n)]) + [
+            "sysctl -qw net.ipv4.ip_forward=1",
+            "ip addr add 198.18.255.1/24 dev btl",
+            "ip route add 198.19.0.0/16 via 198.18.255.2",
+        ]
+        right = common(["btl"] + [f"r{i}" for i in range(n)]) + [
+            "sysctl -qw net.ipv4.ip_forward=1",
+            "ip addr add 198.18.255.2/24 dev btl",
+            "ip route add 198.18.0.0/16 via 198.18.255.1",
+        ]
+        for i in range(n):
+            left.append(f"ip addr add 198.18.{i}.254/24 dev s{i}")
+            right.append(f"ip addr add 198.19.{i}.254/24 dev r{i}")
+        left.append(
+            f"tc qdisc add dev btl root tbf rate {self.tbf_rate_bps}bit burst {self.burst_bytes} limit {self.limit_bytes}"
+        )
+        left += self._loss_rules()
+        _in_ns(self.left, left)
+        _in_ns(self.right, right)
+
+        # Hosts.
+        for i, f in enumerate(self.flows):
+            tcp = f.get("tcp", {})
+            _in_ns(self.sender(i), common(["eth0"]) + [f"ip addr add 198.18.{i}.1/24 dev eth0"] + self._sender_tcp(i, f, tcp))
+            _in_ns(self.receiver(i), common(["eth0"]) + [f"ip addr add 198.19.{i}.1/24 dev eth0"] + self._receiver_tcp(i, tcp))
+
+    def _loss_rules(self) -> list[str]:
+        loss = self.loss
+        base = "iptables-legacy -A FORWARD -o btl -p tcp -m statistic"
+        if loss["model"] == "bernoulli" and loss["p"] > 0:
+            return [f"{base} --mode random --probability {loss['p']:.9f} -j DROP"]
+        if loss["model"] == "periodic" and loss["p"] > 0:
+            return [f"{base} --mode nth --every {max(1, round(1 / loss['p']))} --packet 0 -j DROP"]
+        return []
+
+    @staticmethod
+    def _buffers(tcp: dict) -> list[str]:
+        snd = 2 * tcp.get("sndbuf", 64 << 20)
+        rcv = 2 * tcp.get("rcvbuf", 64 << 20)
+        return [
+            f"sysctl -qw net.ipv4.tcp_wmem='4096 16384 {snd}'",
+            f"sysctl -qw net.ipv4.tcp_rmem='4096 131072 {rcv}'",
+        ]
+
+    def _sender_tcp(self, i: int, f: dict, tcp: dict) -> list[str]:
+        sack = tcp.get("sack", True) and f["cca"] != "newreno"
+        lines = self._buffers(tcp) + [
+            f"sysctl -qw net.ipv4.tcp_sack={int(sack)}",
+            f"sysctl -qw net.ipv4.tcp_frto={2 if tcp.get('frto', True) else 0}",
+            f"sysctl -qw net.ipv4.tcp_early_retrans={3 if tcp.get('tlp', True) else 0}",
+            f"sysctl -qw net.ipv4.tcp_ecn={int(tcp.get('ecn', False))}",
+            f"sysctl -qw net.ipv4.tcp_slow_start_after_idle={int(tcp.get('slow_start_after_idle', True))}",
+            "sysctl -qw net.ipv4.tcp_no_metrics_save=1",
+        ]
+        route = f"ip route add default via 198.18.{i}.254 dev eth0"
+        if "initial_cwnd" in tcp:
+            route += f" initcwnd {tcp['initial_cwnd']}"
+        if "rto_min_us" in tcp:
+            route += f" rto_min {max(1, tcp['rto_min_us'] // 1000)}ms"
+        if "mss" in tcp and tcp["mss"] != 1448:
+            route += f" advmss {tcp['mss'] + 12}"
+        return lines + [route]
+
+    def _receiver_tcp(self, i: int, tcp: dict) -> list[str]:
+        lines = self._buffers(tcp) + [f"sysctl -qw net.ipv4.tcp_ecn={int(tcp.get('ecn', False))}"]
+        route = f"ip route add default via 198.19.{i}.254 dev eth0"
+        if not tcp.get("delayed_ack", True):
+            route += " quickack 1"
+        if "mss" in tcp and tcp["mss"] != 1448:
+            route += f" advmss {tcp['mss'] + 12}"
+        return lines + [route]
+
+    # ---- delay ----
+    def delay_args(self) -> list[str]:
+        """Arguments of the delay program: queue i holds flow i's ACKs for its RTT."""
+        return [f"{i}:{f['rtt'] // 1000}" for i, f in enumerate(self.flows)]
+
+    def add_delay_rules(self) -> None:
+        if self.delay_mode == "netem":
+            for i, f in enumerate(self.flows):
+                sh("tc", "-n", self.receiver(i), "qdisc", "add", "dev", "eth0", "root", "netem",
+                   "delay", f"{f['rtt'] // 1000}us", "limit", "1000000")
+            return
+        _in_ns(self.right, [f"iptables-legacy -A FORWARD -i r{i} -j NFQUEUE --queue-num {i}" for i in range(len(self.flows))])
+
+    # ---- measurement helpers ----
+    def tbf_stats(self) -> dict:
+        """tbf counters: bytes and packets sent, drops, backlog (bytes, packets)."""
+        import json
+
+        p = subprocess.run(["tc", "-n", self.left, "-s", "-j", "qdisc", "show", "dev", "btl"], capture_output=True, text=True, timeout=10)
+        for q in json.loads(p.stdout or "[]"):
+            if q.get("kind") == "tbf":
+                return {
+                    "bytes": q.get("bytes", 0),
+                    "packets": q.get("packets", 0),
+                    "drops": q.get("drops", 0),
+                    "backlog": q.get("backlog", 0),
+                    "qlen": q.get("qlen", 0),
+                }
+        return {"bytes": 0, "packets": 0, "drops": 0, "backlog": 0, "qlen": 0}
+
+    def loss_drops(self) -> int:
+        if not self._loss_rules():
+            return 0
+        p = subprocess.run(["ip", "netns", "exec", self.left, "iptables-legacy", "-L", "FORWARD", "-v", "-x", "-n"], capture_output=True, text=True)
+        for line in p.stdout.splitlines():
+            if "statistic" in line and "DROP" in line:
+                return int(line.split()[0])
+        return 0
+
+    def netstat(self, ns: str) -> dict[str, int]:
+        """The namespace's TCP counters (/proc/net/snmp and netstat), e.g. TcpExtTCPTimeouts."""
+        p = subprocess.run(["ip", "netns", "exec", ns, "cat", "/proc/net/snmp", "/proc/net/netstat"], capture_output=True, text=True, timeout=10)
+        return parse_netstat(p.stdout)
+
+    # ---- teardown ----
+    def teardown(self) -> None:
+        for ns in reversed(self.created):
+            remove_namespace(ns)
+        self.created.clear()
+
+
+def parse_netstat(text: str) -> dict[str, int]:
+    out: dict[str, int] = {}
+    lines = text.splitlines()
+    for a, b in zip(lines[::2], lines[1::2]):
+        ka, kb = a.split(), b.split()
+        if not ka or ka[0] != kb[0]:
+            continue
+        prefix = ka[0].rstrip(":")
+        for k, v in zip(ka[1:], kb[1:]):
+            try:
+                out[prefix + k] = int(v)
+            except ValueError:
+                pass
+    return out
+
+
+def quote(args: list[str]) -> str:
+    return " ".join(shlex.quote(a) for a in args)

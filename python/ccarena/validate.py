@@ -1,0 +1,235 @@
+"""`ccarena validate`: the same scenarios on the simulator and on the kernel
+(the linux backend), side by side.
+
+A validation set is a list of cases (one two-flow dumbbell scenario each),
+run `repetitions` times on each backend (seeds 1..n). For every case the table
+shows, per backend, the mean over repetitions of: flow 0's share of the total
+throughput, the throughput ratio (min/max), utilisation, and retransmissions
+inside the measurement window (both flows); for the kernel also its
+run-to-run spread (max - min over repetitions). A difference is flagged when
+|sim - kernel mean| exceeds that spread (the kernel's own noise); with one
+repetition nothing can be flagged.
+
+The simulator is deterministic without random loss (every seed gives the same
+run), while each kernel run starts its flows a little differently: iperf3's
+control handshake delays each flow's data by a few of its RTTs after the
+launch. Two-flow shares depend on these start phases, so the table also shows
+"sim (kernel starts)": the simulator started like each kernel repetition
+(flow i opens at the kernel's measured data start minus one RTT, the
+simulated handshake), one such run per kernel repetition.
+
+Results are stored under ``results/validate/<set>-<timestamp>/``:
+``table.json`` / ``table.parquet`` (one row per case, metric), ``table.md``
+(the table as in docs/fidelity.md), ``cases.json`` (the scenarios) and
+``runs/<case>/<backend>-seed<k>/`` (each run saved like `ccarena run` saves it).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+
+from .api import run as run_sim
+from .scenario import Scenario, cca_catalogue
+
+__all__ = ["VALIDATION_SETS", "validation_cases", "run_validation", "METRICS"]
+
+
+@dataclass(frozen=True)
+class ValidationSet:
+    description: str
+    ccas: tuple[str, ...]
+    rates_mbps: tuple[int, ...]
+    rtt_pairs_ms: tuple[tuple[int, int], ...]
+    duration_s: int
+    warmup_s: int
+    repetitions: int
+    buffer: str = "1bdp"
+
+
+VALIDATION_SETS: dict[str, ValidationSet] = {
+    "default": ValidationSet(
+        "2 flows of reno, cubic, bbr at 50 and 100 Mbps; equal RTTs (20 ms) and 20 vs 30 / 60 ms; 30 s, 3 repetitions",
+        ("reno", "cubic", "bbr"), (50, 100), ((20, 20), (20, 30), (20, 60)), 30, 5, 3,
+    ),
+    "quick": ValidationSet(
+        "reno and cubic at 50 Mbps, equal RTT and +40 ms; 15 s, 2 repetitions",
+        ("reno", "cubic"), (50,), ((20, 20), (20, 60)), 15, 3, 2,
+    ),
+    "ci": ValidationSet(
+        "CI's short check: 2 flows of reno, 2 of cubic, 50 Mbps, 40 ms, 10 s, one repetition",
+        ("reno", "cubic"), (50,), ((40, 40),), 10, 2, 1,
+    ),
+}
+
+METRICS = {
+    "share0": "flow 0 share",
+    "ratio": "ratio min/max",
+    "utilization": "utilisation",
+    "retrans": "retransmissions",
+}
+
+
+def validation_cases(name: str, duration_s: float | None = None, repetitions: int | None = None) -> tuple[list[tuple[str, dict]], int]:
+    vs = VALIDATION_SETS[name]
+    dur = duration_s or vs.duration_s
+    warm = min(vs.warmup_s, dur / 3)
+    cases = []
+    for cca in vs.ccas:
+        for rate in vs.rates_mbps:
+            for r0, r1 in vs.rtt_pairs_ms:
+                cid = f"{cca}-{rate}M-{r0}v{r1}ms"
+                cases.append(
+                    (
+                        cid,
+                        {
+                            "name": cid,
+                            "network": {"bottleneck_rate": f"{rate}Mbps", "buffer": vs.buffer},
+                            "flows": [{"cca": cca, "rtt": f"{r0}ms"}, {"cca": cca, "rtt": f"{r1}ms"}],
+                            "run": {"duration": f"{dur:g}s", "warmup": f"{warm:g}s"},
+                        },
+                    )
+                )
+    return cases, repetitions or vs.repetitions
+
+
+def metrics_of(result) -> dict[str, float]:
+    f = result.flows
+    thr = f.throughput_mbps.to_numpy()
+    total = thr.sum()
+    return {
+        "share0": float(thr[0] / total) if total > 0 else float("nan"),
+        "ratio": float(result.summary["throughput_ratio"]),
+        "utilization": float(result.summary["utilization"]),
+        "retrans": float(f.window_retransmissions.sum()),
+    }
+
+
+def run_validation(
+    set_name: str = "default",
+    out_root: str | Path = "results/validate",
+    duration_s: float | None = None,
+    repetitions: int | None = None,
+    log: Callable[[str], None] = lambda s: None,
+) -> tuple[pd.DataFrame, Path]:
+    """Runs the set on both backends; returns the table and where it was stored."""
+    from .linux import run_linux
+    from .linux.host import check_host
+
+    check_host(need_delay=True)
+    cases, reps = validation_cases(set_name, duration_s, repetitions)
+    sim_ccas = {c["name"] for c in cca_catalogue()}
+    out = Path(out_root) / f"{set_name}-{time.strftime('%Y%m%d-%H%M%S')}"
+    (out / "runs").mkdir(parents=True, exist_ok=True)
+    (out / "cases.json").write_text(json.dumps({cid: doc for cid, doc in cases}, indent=2))
+    raw: list[dict] = []
+    total = len(cases) * reps
+    done = 0
+    for cid, doc in cases:
+        cca = doc["flows"][0]["cca"]
+        for seed in range(1, reps + 1):
+            d = json.loads(json.dumps(doc))
+            d["run"]["seed"] = seed
+            done += 1
+            t0 = time.time()
+            r = run_linux(Scenario.from_dict(d, backend="linux"))
+            r.save(out / "runs" / cid / f"linux-seed{seed}")
+            m = metrics_of(r)
+            raw.append({"case": cid, "backend": "linux", "seed": seed, **m})
+            starts = r.record["linux"]["data_start_s"]
+            if cca in sim_ccas:
+                rs = run_sim(Scenario.from_dict(d))
+                rs.save(out / "runs" / cid / f"sim-seed{seed}")
+                raw.append({"case": cid, "backend": "sim", "seed": seed, **metrics_of(rs)})
+                paired = json.loads(json.dumps(d))
+                paired["flows"] = [
+                    dict(fl, start=f"{max(0.0, st - float(fl['rtt'][:-2]) / 1e3):.4f}s") for fl, st in zip(d["flows"], starts)
+                ]
+                rp = run_sim(Scenario.from_dict(paired))
+                rp.save(out / "runs" / cid / f"sim_kernel_starts-seed{seed}")
+                raw.append({"case": cid, "backend": "sim_kernel_starts", "seed": seed, **metrics_of(rp)})
+            log(f"[{done}/{total}] {cid} seed {seed}: kernel share {m['share0']:.3f} ratio {m['ratio']:.3f} util {m['utilization']:.3f} ({time.time() - t0:.0f} s)")
+    runs = pd.DataFrame(raw)
+    runs.to_parquet(out / "runs.parquet", index=False)
+    table = summarise(runs, [cid for cid, _ in cases])
+    table.to_parquet(out / "table.parquet", index=False)
+    (out / "table.json").write_text(table.to_json(orient="records", indent=2))
+    meta = {"set": set_name, "description": VALIDATION_SETS[set_name].description, "repetitions": reps}
+    (out / "table.md").write_text(to_markdown(table, meta))
+    return table, out
+
+
+def summarise(runs: pd.DataFrame, order: list[str]) -> pd.DataFrame:
+    rows = []
+    for cid in order:
+        sim = runs[(runs.case == cid) & (runs.backend == "sim")]
+        ker = runs[(runs.case == cid) & (runs.backend == "linux")]
+        paired = runs[(runs.case == cid) & (runs.backend == "sim_kernel_starts")]
+        for m in METRICS:
+            k = ker[m].to_numpy(dtype=float)
+            s = sim[m].to_numpy(dtype=float)
+            ps = paired[m].to_numpy(dtype=float)
+            kmean = float(np.mean(k)) if len(k) else float("nan")
+            spread = float(np.max(k) - np.min(k)) if len(k) else float("nan")
+            smean = float(np.mean(s)) if len(s) else float("nan")
+            diff = smean - kmean
+            rows.append(
+                {
+                    "case": cid,
+                    "metric": m,
+                    "sim": smean,
+                    "sim_kernel_starts": float(np.mean(ps)) if len(ps) else float("nan"),
+                    "sim_kernel_starts_min": float(np.min(ps)) if len(ps) else float("nan"),
+                    "sim_kernel_starts_max": float(np.max(ps)) if len(ps) else float("nan"),
+                    "kernel": kmean,
+                    "kernel_min": float(np.min(k)) if len(k) else float("nan"),
+                    "kernel_max": float(np.max(k)) if len(k) else float("nan"),
+                    "kernel_spread": spread,
+                    "diff": diff,
+                    "repetitions": int(len(k)),
+                    "flagged": bool(len(k) > 1 and len(s) and abs(diff) > spread),
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def _fmt(metric: str, v: float) -> str:
+    if v != v:
+        return "n/a"
+    if metric == "retrans":
+        return f"{v:.0f}"
+    if metric == "utilization":
+        return f"{v:.1%}"
+    return f"{v:.3f}"
+
+
+def fmt_diff(metric: str, v: float) -> str:
+    if v != v:
+        return "n/a"
+    if metric == "utilization":
+        return f"{v * 100:+.1f} pp"
+    return f"{v:+.0f}" if metric == "retrans" else f"{v:+.3f}"
+
+
+def to_markdown(table: pd.DataFrame, meta: dict) -> str:
+    lines = [
+        f"Validation set `{meta['set']}`: {meta['description']} ({meta['repetitions']} repetitions per backend).",
+        "",
+        "| case | metric | sim | kernel (mean) | kernel min-max | sim - kernel | > spread | sim, kernel's starts (mean, min-max) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for _, r in table.iterrows():
+        m = r["metric"]
+        flag = "**yes**" if r["flagged"] else ""
+        lines.append(
+            f"| {r['case']} | {METRICS[m]} | {_fmt(m, r['sim'])} | {_fmt(m, r['kernel'])} | "
+            f"{_fmt(m, r['kernel_min'])}-{_fmt(m, r['kernel_max'])} | {fmt_diff(m, r['diff'])} | {flag} | "
+            f"{_fmt(m, r['sim_kernel_starts'])} ({_fmt(m, r['sim_kernel_starts_min'])}-{_fmt(m, r['sim_kernel_starts_max'])}) |"
+        )
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,264 @@
+"""The linux backend. Tests that run the kernel need root, network namespaces
+and the backend's tools (iperf3, iptables-legacy, the delay program built by
+`make setup`); without them they are skipped with the reason. The rest
+(validation, parsing, the no-root message) always run."""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from ccarena.linux.host import LinuxBackendUnavailable, bpf_ccas, check_host, kernel_ccas, linux_cca_names
+from ccarena.linux.sampling import parse_ss
+from ccarena.linux.topology import parse_netstat
+from ccarena.scenario import Scenario, ScenarioError
+from conftest import cli
+
+
+def _linux_reason():
+    try:
+        check_host(need_delay=True)
+    except LinuxBackendUnavailable as e:
+        return str(e)
+    return None
+
+
+REASON = _linux_reason()
+needs_linux = pytest.mark.skipif(REASON is not None, reason=f"linux backend unavailable: {REASON}")
+
+CI_SCENARIO = """
+name = "ci-linux"
+[network]
+bottleneck_rate = "50Mbps"
+buffer = "1bdp"
+[[flows]]
+cca = "reno"
+rtt = "40ms"
+[[flows]]
+cca = "cubic"
+rtt = "40ms"
+[run]
+duration = "10s"
+warmup = "2s"
+"""
+
+BASE = {
+    "network": {"bottleneck_rate": "50Mbps", "buffer": "100p"},
+    "flows": [{"cca": "reno", "rtt": "20ms"}],
+    "run": {"duration": "5s"},
+}
+
+
+# ---- always ----
+
+def test_linux_algorithms_are_validated_for_the_linux_backend():
+    with pytest.raises(ScenarioError) as e:
+        Scenario.from_dict({**BASE, "flows": [{"cca": "vegass", "rtt": "20ms"}]}, backend="linux")
+    assert e.value.field == "flows[0].cca" and "linux backend" in str(e.value) and "allowed:" in str(e.value)
+    with pytest.raises(ScenarioError) as e:
+        Scenario.from_dict({**BASE, "flows": [{"cca": "cubic", "rtt": "20ms", "cca_params": {"hystart": False}}]}, backend="linux")
+    assert e.value.field == "flows[0].cca_params"
+    for name in kernel_ccas():
+        Scenario.from_dict({**BASE, "flows": [{"cca": name, "rtt": "20ms"}]}, backend="linux")
+    assert "newreno" in linux_cca_names() or "reno" not in kernel_ccas()
+
+
+@pytest.mark.parametrize(
+    "linux,field,fragment",
+    [
+        ({"offload": True}, "linux.offload", "allowed: offloads, rps, tbf_burst"),
+        ({"offloads": "yes"}, "linux.offloads", "true or false"),
+        ({"tbf_burst": "100B"}, "linux.tbf_burst", "one full frame"),
+    ],
+)
+def test_linux_options_name_the_field(linux, field, fragment):
+    with pytest.raises(ScenarioError) as e:
+        Scenario.from_dict({**BASE, "linux": linux})
+    assert e.value.field == field and fragment in str(e.value)
+
+
+def test_linux_options_defaults():
+    sc = Scenario.from_dict({**BASE, "linux": {"offloads": True}})
+    assert sc.engine["_linux"] == {"offloads": True, "rps": True, "tbf_burst": 6250}  # 1 ms at 50 Mbps
+    assert "_linux" not in json.loads(sc.engine_json())
+
+
+def test_parse_ss_line():
+    line = (
+        "ESTAB 0 0 198.18.0.1:40000 198.19.0.1:5201 cubic wscale:7,7 rto:244 rtt:43.5/2.1 ato:40 mss:1448 pmtu:1500 "
+        "rcvmss:536 advmss:1448 cwnd:120 ssthresh:95 bytes_sent:1000 bytes_retrans:100 bytes_acked:800 segs_out:10 "
+        "segs_in:5 data_segs_out:9 send 30Mbps lastsnd:1 pacing_rate 36.2Mbps delivery_rate 24.1Mbps delivered:7 "
+        "busy:100ms unacked:30 retrans:2/17 lost:3 sacked:5 rcv_space:14480 minrtt:40.1"
+    )
+    d = parse_ss(line)
+    assert d["cwnd"] == 120 and d["ssthresh"] == 95 and d["srtt_us"] == 43500 and d["min_rtt_us"] == 40100
+    assert d["bytes_acked"] == 800 and d["retrans_out"] == 2 and d["total_retrans"] == 17
+    assert d["unacked"] == 30 and d["lost"] == 3 and d["sacked"] == 5
+    assert d["pacing_rate_bps"] == 36_200_000 and d["delivery_rate_bps"] == 24_100_000
+
+
+def test_parse_netstat():
+    text = "Tcp: RtoAlgorithm RetransSegs\nTcp: 1 42\nTcpExt: TCPTimeouts TCPLossProbes\nTcpExt: 3 4\n"
+    assert parse_netstat(text) == {"TcpRtoAlgorithm": 1, "TcpRetransSegs": 42, "TcpExtTCPTimeouts": 3, "TcpExtTCPLossProbes": 4}
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None, reason="needs root to drop to an unprivileged user")
+def test_without_root_one_line_and_exit_2():
+    import tempfile
+
+    d = Path(tempfile.mkdtemp())
+    os.chmod(d, 0o755)
+    f = d / "s.toml"
+    f.write_text(CI_SCENARIO)
+    os.chmod(f, 0o644)
+    p = subprocess.run(
+        ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-m", "ccarena.cli", "run", str(f), "--backend", "linux", "--no-save"],
+        capture_output=True, text=True, cwd=d, env={**os.environ, "HOME": str(d)},
+    )
+    shutil.rmtree(d, ignore_errors=True)
+    if "Permission denied" in p.stderr or "ModuleNotFoundError" in p.stderr:
+        pytest.skip("the package is not readable by an unprivileged user here")
+    assert p.returncode == 2, p.stderr
+    assert "needs root" in p.stderr and "Traceback" not in p.stderr
+    assert len([line for line in p.stderr.splitlines() if line.strip()]) == 1
+
+
+# ---- on the kernel ----
+
+def _ours(pid: int) -> list[str]:
+    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    return [line.split()[0] for line in out.splitlines() if line.startswith(f"ccarena-{pid}-")]
+
+
+def _dead_owners() -> list[str]:
+    """ccarena namespaces whose owner process is gone."""
+    from ccarena.linux.cleanup import our_namespaces, owner_alive, owner_pid
+
+    return [ns for ns in our_namespaces() if not owner_alive(owner_pid(ns))]
+
+
+def _stray_helpers() -> list[str]:
+    """iperf3 or delay processes outside the host's namespace and outside the
+    namespaces of live runs (another run may be going on concurrently)."""
+    from ccarena.linux.cleanup import our_namespaces, owner_alive, owner_pid
+
+    mine = os.readlink("/proc/self/ns/net")
+    live = set()
+    for ns in our_namespaces():
+        if owner_alive(owner_pid(ns)):
+            try:
+                live.add(f"net:[{os.stat(f'/run/netns/{ns}').st_ino}]")
+            except OSError:
+                pass
+    stray = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            comm = (d / "comm").read_text().strip()
+            net = os.readlink(d / "ns/net")
+            if comm in ("iperf3", "ccarena-delay") and net != mine and net not in live:
+                stray.append(f"{d.name} {comm}")
+        except OSError:
+            pass
+    return stray
+
+
+@needs_linux
+def test_ci_short_run_reno_and_cubic(tmp_path):
+    """CI's linux-backend check: 2 flows (reno, cubic), 50 Mbps, 10 s."""
+    f = tmp_path / "ci.toml"
+    f.write_text(CI_SCENARIO)
+    p = cli("run", str(f), "--backend", "linux", "--json", "--out", str(tmp_path / "res"), check=True)
+    doc = json.loads(p.stdout)
+    assert doc["backend"] == "linux"
+    assert [fl["cca"] for fl in doc["flows"]] == ["reno", "cubic"]
+    assert 0.9 < doc["utilization"] <= 1.02, doc["utilization"]
+    for fl in doc["flows"]:
+        assert fl["throughput_mbps"] > 5
+        assert 40 <= fl["mean_srtt_ms"] < 200
+        assert fl["segments_sent"] > 10_000
+    rec = json.loads((tmp_path / "res" / "record.json").read_text())
+    # The delay program holds each flow's ACKs for its RTT: min RTT within 1 ms of 40 ms.
+    for s in rec["flow_series"]:
+        assert 39.5 < s["min_rtt_us"][-1] / 1000 < 41.0, s["min_rtt_us"][-1]
+        assert len(s["t_ns"]) == 100
+    assert rec["link"]["drops_queue"] > 0
+    assert not _dead_owners() and not _stray_helpers()
+    # The saved result loads back and has the simulator's tables.
+    import ccarena
+
+    back = ccarena.load_result(tmp_path / "res")
+    assert {"cwnd", "srtt_ms", "throughput_mbps"} <= set(back.timeseries.columns)
+
+
+@needs_linux
+@pytest.mark.skipif(not {"bic", "highspeed"} <= set(bpf_ccas()), reason="BPF algorithms not built (make setup needs clang, bpftool, libbpf-dev)")
+def test_bpf_algorithms_run_and_are_unregistered(tmp_path):
+    f = tmp_path / "bpf.toml"
+    f.write_text(CI_SCENARIO.replace('"reno"', '"bic"').replace('"cubic"', '"highspeed"').replace('"10s"', '"5s"').replace('"2s"', '"1s"'))
+    before = set(kernel_ccas())
+    doc = json.loads(cli("run", str(f), "--backend", "linux", "--json", "--no-save", check=True).stdout)
+    assert [fl["cca"] for fl in doc["flows"]] == ["bic", "highspeed"]
+    assert doc["utilization"] > 0.8 and all(fl["throughput_mbps"] > 2 for fl in doc["flows"])
+    assert set(kernel_ccas()) == before  # registered for the run only
+
+
+def _start_run(tmp_path, duration="30s"):
+    f = tmp_path / "long.toml"
+    f.write_text(CI_SCENARIO.replace('"10s"', f'"{duration}"'))
+    proc = subprocess.Popen([sys.executable, "-m", "ccarena.cli", "run", str(f), "--backend", "linux", "--no-save"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 30
+    while time.time() < deadline and len(_ours(proc.pid)) < 6:
+        time.sleep(0.2)
+    time.sleep(2)  # flows running
+    assert len(_ours(proc.pid)) == 6, "the run did not set up"
+    return proc
+
+
+@needs_linux
+def test_sigint_tears_everything_down(tmp_path):
+    proc = _start_run(tmp_path)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    assert not _ours(proc.pid) and not _stray_helpers()
+
+
+@needs_linux
+def test_sigkill_then_cleanup_leaves_nothing(tmp_path):
+    proc = _start_run(tmp_path)
+    proc.kill()
+    proc.wait(timeout=10)
+    time.sleep(0.5)
+    assert not _stray_helpers(), "helpers must die with the ccarena process"
+    # Its namespaces stay until cleaned (by `ccarena cleanup`, or by the next run).
+    p = cli("cleanup", check=True)
+    assert "removed" in p.stdout and "namespaces" in p.stdout
+    assert not _ours(proc.pid) and not _stray_helpers()
+    assert "nothing to clean up" in cli("cleanup", check=True).stdout
+
+
+@needs_linux
+def test_validate_ci_set(tmp_path):
+    p = cli("validate", "--set", "ci", "--duration", "5", "--out", str(tmp_path), check=True)
+    assert "reno-50M-40v40ms" in p.stdout and "cubic-50M-40v40ms" in p.stdout
+    (d,) = list(tmp_path.iterdir())
+    table = json.loads((d / "table.json").read_text())
+    assert {r["metric"] for r in table} == {"share0", "ratio", "utilization", "retrans"}
+    util = [r for r in table if r["metric"] == "utilization"]
+    assert all(r["kernel"] > 0.85 and r["sim"] > 0.85 for r in util)
+    assert (d / "table.md").exists() and (d / "runs" / "reno-50M-40v40ms" / "linux-seed1" / "record.json").exists()
+
+
+def test_validate_rejects_unknown_set():
+    p = cli("validate", "--set", "nonesuch")
+    assert p.returncode == 2 and "allowed: default" in p.stderr and "Traceback" not in p.stderr
