@@ -70,6 +70,11 @@ const ENTRIES: &[Entry] = &[
     Entry { info: super::reno::info, build: super::reno::build },
     Entry { info: super::reno::info_newreno, build: super::reno::build_newreno },
     Entry { info: super::cubic::info, build: super::cubic::build },
+    Entry { info: super::cubic2008::info, build: super::cubic2008::build },
+    Entry { info: super::bic::info, build: super::bic::build },
+    Entry { info: super::highspeed::info, build: super::highspeed::build },
+    Entry { info: super::htcp::info, build: super::htcp::build },
+    Entry { info: super::scalable::info, build: super::scalable::build },
 ];
 
 /// Every algorithm the engine implements.
