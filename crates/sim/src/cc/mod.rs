@@ -6,12 +6,17 @@
 //! (`tcp_slow_start`, `tcp_cong_avoid_ai`, `tcp_is_cwnd_limited`, the Reno
 //! functions) are methods of `TcpSock`. One algorithm lives in one file.
 
+pub mod bic;
 pub mod cubic;
+pub mod cubic2008;
+pub mod highspeed;
+pub mod htcp;
 pub mod hybla;
 pub mod illinois;
 pub mod rapid;
 pub mod registry;
 pub mod reno;
+pub mod scalable;
 pub mod vegas;
 pub mod veno;
 pub mod westwood;

@@ -77,6 +77,11 @@ const ENTRIES: &[Entry] = &[
     Entry { info: super::yeah::info, build: super::yeah::build },
     Entry { info: super::veno::info, build: super::veno::build },
     Entry { info: super::rapid::info, build: super::rapid::build },
+    Entry { info: super::cubic2008::info, build: super::cubic2008::build },
+    Entry { info: super::bic::info, build: super::bic::build },
+    Entry { info: super::highspeed::info, build: super::highspeed::build },
+    Entry { info: super::htcp::info, build: super::htcp::build },
+    Entry { info: super::scalable::info, build: super::scalable::build },
 ];
 
 /// Every algorithm the engine implements.
