@@ -70,6 +70,7 @@ const ENTRIES: &[Entry] = &[
     Entry { info: super::reno::info, build: super::reno::build },
     Entry { info: super::reno::info_newreno, build: super::reno::build_newreno },
     Entry { info: super::cubic::info, build: super::cubic::build },
+    Entry { info: super::bbr::info, build: super::bbr::build },
 ];
 
 /// Every algorithm the engine implements.
