@@ -43,7 +43,7 @@ def test_tcp_defaults_and_per_group_overrides():
 @pytest.mark.parametrize(
     "changes,field,fragment",
     [
-        ({"flows[0].cca": "cubc"}, "flows[0].cca", "allowed: cubic, newreno, reno"),
+        ({"flows[0].cca": "cubc"}, "flows[0].cca", "allowed: bbr, cubic, newreno, reno"),
         ({"network.bottleneck_rate": "-100Mbps"}, "network.bottleneck_rate", "negative"),
         ({"network.bottleneck_rate": "100 Mbits per sec"}, "network.bottleneck_rate", "such as '400Mbps'"),
         ({"run.duration": "10"}, "run.duration", "no unit"),
