@@ -173,7 +173,8 @@ pub struct TcpSender {
     snd_cwnd_used: u32,
     sndbuf_limited: bool,
 
-    // Pacing (the earliest departure time is `sock.wstamp_ns`).
+    // Pacing: segments sent (the first 10 leave unpaced); the earliest
+    // departure time is `sock.wstamp_ns`.
     data_segs_out: u64,
 
     // ECN.
