@@ -172,8 +172,10 @@ impl Simulation {
             if cc.wants_ack_every_segment() {
                 rcv_tcp.delayed_ack = false;
             }
+            let mut sender = TcpSender::new(id, &f.tcp, cc, f.size);
+            sender.sock.flow_seed = Rng::stream(seed, &format!("cca-{id}")).next_u64();
             flows.push(Flow {
-                sender: TcpSender::new(id, &f.tcp, cc, f.size),
+                sender,
                 receiver: TcpReceiver::new(id, &rcv_tcp, f.size),
                 fwd: vec![Hop::Pipe(access_fwd), Hop::Link(0), Hop::Pipe(prop_fwd), Hop::Receiver],
                 rev: vec![Hop::Pipe(rev), Hop::Sender],

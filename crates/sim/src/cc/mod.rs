@@ -6,6 +6,7 @@
 //! (`tcp_slow_start`, `tcp_cong_avoid_ai`, `tcp_is_cwnd_limited`, the Reno
 //! functions) are methods of `TcpSock`. One algorithm lives in one file.
 
+pub mod bbr;
 pub mod bic;
 pub mod cubic;
 pub mod cubic2008;
@@ -202,6 +203,9 @@ pub struct TcpSock {
     pub pacing_status: PacingStatus,
     /// Linux `sk_pacing_shift` (10: about 1 ms of data per TSO burst).
     pub pacing_shift: u32,
+    /// Earliest departure time of the next packet, ns (Linux `tcp_wstamp_ns`);
+    /// the stack advances it when pacing, BBR reads it.
+    pub wstamp_ns: u64,
 
     /// Non-zero when the sender is application limited (Linux `tp->app_limited`).
     pub app_limited: u32,
@@ -212,6 +216,11 @@ pub struct TcpSock {
     pub rate_delivered: u32,
     pub rate_interval_us: u32,
     pub rate_app_limited: bool,
+
+    /// Seed of this flow's congestion-control randomness (BBR's gain-cycle
+    /// phase, where Linux calls `get_random_u32_below`); the simulation derives
+    /// it from the run seed and the flow id so runs are reproducible.
+    pub flow_seed: u64,
 }
 
 impl TcpSock {
@@ -248,11 +257,13 @@ impl TcpSock {
             max_pacing_rate: u64::MAX,
             pacing_status: PacingStatus::None,
             pacing_shift: 10,
+            wstamp_ns: 0,
             app_limited: 0,
             lsndtime: 0,
             rate_delivered: 0,
             rate_interval_us: 0,
             rate_app_limited: false,
+            flow_seed: 0,
         }
     }
 

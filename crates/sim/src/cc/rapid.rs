@@ -237,8 +237,10 @@ impl Rapid {
         }
     }
 
+    /// Paces at `rate_bps` on the wire. The stack's pacing clock counts payload
+    /// (as Linux's does), so convert the wire rate to a payload rate.
     fn set_pacing(tp: &mut TcpSock, rate_bps: u64) {
-        tp.pacing_rate = (rate_bps / 8).max(1);
+        tp.pacing_rate = (rate_bps / 8 * tp.mss as u64 / PACKET_BYTES).max(1);
     }
 
     fn highest_rate(&self) -> u64 {

@@ -82,6 +82,7 @@ const ENTRIES: &[Entry] = &[
     Entry { info: super::highspeed::info, build: super::highspeed::build },
     Entry { info: super::htcp::info, build: super::htcp::build },
     Entry { info: super::scalable::info, build: super::scalable::build },
+    Entry { info: super::bbr::info, build: super::bbr::build },
 ];
 
 /// Every algorithm the engine implements.

@@ -173,8 +173,8 @@ pub struct TcpSender {
     snd_cwnd_used: u32,
     sndbuf_limited: bool,
 
-    // Pacing (earliest departure time of the next packet, ns).
-    wstamp_ns: u64,
+    // Pacing: segments sent (the first 10 leave unpaced); the earliest
+    // departure time is `sock.wstamp_ns`.
     data_segs_out: u64,
 
     // ECN.
@@ -248,7 +248,6 @@ impl TcpSender {
             app_stopped: false,
             snd_cwnd_used: 0,
             sndbuf_limited: false,
-            wstamp_ns: 0,
             data_segs_out: 0,
             ecn_ok: false,
             queue_cwr: false,
@@ -430,7 +429,11 @@ impl TcpSender {
         self.max_window = self.snd_wnd;
         self.sock.lsndtime = self.sock.jiffies;
         self.cc.init(&mut self.sock);
-        self.update_pacing_rate();
+        // As in Linux, an algorithm with `cong_control` (BBR) sets its own
+        // initial pacing rate in `init`.
+        if !self.cc.has_cong_control() {
+            self.update_pacing_rate();
+        }
         self.write_xmit(out, PushMode::Normal);
     }
 
@@ -1922,7 +1925,9 @@ impl TcpSender {
         self.counters.bytes_sent += payload as u64;
         self.data_segs_out += 1;
         self.cc.on_transmit(&mut self.sock, seq, retransmission);
-        self.pacing_after_send(pkt.wire_bytes as u64);
+        // Linux advances the departure time by the skb's payload (`oskb->len`),
+        // not its wire size.
+        self.pacing_after_send(payload as u64);
         out.push(pkt);
     }
 
@@ -1933,13 +1938,13 @@ impl TcpSender {
         }
         let rate = self.sock.pacing_rate;
         let now = self.sock.now.0;
-        let prior = self.wstamp_ns;
-        self.wstamp_ns = self.wstamp_ns.max(now);
+        let prior = self.sock.wstamp_ns;
+        self.sock.wstamp_ns = self.sock.wstamp_ns.max(now);
         if rate != 0 && rate != u64::MAX && self.data_segs_out >= 10 {
             let mut len_ns = len * NS_PER_SEC / rate;
-            let credit = self.wstamp_ns - prior;
+            let credit = self.sock.wstamp_ns - prior;
             len_ns -= (len_ns / 2).min(credit);
-            self.wstamp_ns += len_ns;
+            self.sock.wstamp_ns += len_ns;
         }
     }
 
@@ -1948,11 +1953,11 @@ impl TcpSender {
         if self.sock.pacing_status == PacingStatus::None {
             return false;
         }
-        if self.wstamp_ns <= self.sock.now.0 {
+        if self.sock.wstamp_ns <= self.sock.now.0 {
             return false;
         }
         if self.pacing_timer.is_none() {
-            self.pacing_timer = Some(Time(self.wstamp_ns));
+            self.pacing_timer = Some(Time(self.sock.wstamp_ns));
         }
         true
     }
