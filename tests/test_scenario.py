@@ -20,7 +20,7 @@ def test_resolves_engine_units_and_defaults():
     # 1 BDP at the largest flow RTT: 100 Mbit/s x 40 ms = 500 KB.
     assert e["network"]["buffer"] == {"bytes": 500_000}
     assert e["network"]["loss"] == {"model": "bernoulli", "p": 0.0}
-    assert e["run"] == {"duration": 10_000_000_000, "warmup": 0, "seed": 1, "sample_interval": 100_000_000}
+    assert e["run"] == {"duration": 10_000_000_000, "warmup": 0, "seed": 1, "sample_interval": 100_000_000, "start_jitter": 10_000_000}
     assert e["flows"][0]["rtt"] == 40_000_000
 
 

@@ -51,7 +51,9 @@ _TCP_KEYS = {
     "slow_start_after_idle": "bool",
 }
 _FLOW_KEYS = {"cca", "rtt", "count", "start", "stagger", "stop", "size", "label", "cca_params", "tcp"}
-_RUN_KEYS = {"duration", "warmup", "seed", "sample_interval"}
+_RUN_KEYS = {"duration", "warmup", "seed", "sample_interval", "start_jitter"}
+#: Default random delay of each flow's start (see docs/scenario.md).
+DEFAULT_START_JITTER = "10ms"
 _LOSS_MODELS = {
     "bernoulli": {"p"},
     "periodic": {"p"},
@@ -318,11 +320,12 @@ def resolve(doc: dict, backend: str = "sim", base: Path | None = None) -> dict:
     interval = _unit(parse_duration, run.get("sample_interval", "100ms"), "run.sample_interval")
     if interval <= 0:
         raise ScenarioError("run.sample_interval", "must be positive")
+    start_jitter = _unit(parse_duration, run.get("start_jitter", DEFAULT_START_JITTER), "run.start_jitter")
 
     engine = {
         "network": {"bottleneck_rate": rate, "buffer": buffer, "loss": loss, "access_rate": access},
         "flows": [{k: v for k, v in f.items() if k != "_group"} for f in engine_flows],
-        "run": {"duration": duration, "warmup": warmup, "seed": seed, "sample_interval": interval},
+        "run": {"duration": duration, "warmup": warmup, "seed": seed, "sample_interval": interval, "start_jitter": start_jitter},
     }
     from .cca import registered_ccas
 

@@ -151,6 +151,8 @@ def run_validation(
                 paired["flows"] = [
                     dict(fl, start=f"{max(0.0, st - float(fl['rtt'][:-2]) / 1e3):.4f}s") for fl, st in zip(d["flows"], starts)
                 ]
+                # The measured starts are the starts: no extra random jitter.
+                paired.setdefault("run", {})["start_jitter"] = "0s"
                 rp = run_sim(Scenario.from_dict(paired))
                 rp.save(out / "runs" / cid / f"sim_kernel_starts-seed{seed}")
                 raw.append({"case": cid, "backend": "sim_kernel_starts", "seed": seed, **metrics_of(rp)})

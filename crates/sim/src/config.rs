@@ -62,6 +62,12 @@ pub struct RunConfig {
     pub seed: u64,
     #[serde(default = "default_sample_interval")]
     pub sample_interval: Dur,
+    /// Each flow's start is delayed by a uniform random amount in [0, start_jitter)
+    /// drawn from the run's "start-jitter" stream, so that repetitions with
+    /// different seeds differ as testbed runs do (their flows never start in the
+    /// same microsecond).
+    #[serde(default)]
+    pub start_jitter: Dur,
 }
 
 fn default_sample_interval() -> Dur {

@@ -40,6 +40,8 @@ struct Flow {
     series: FlowSeries,
     last_sample_delivered: u64,
     data_packets_received: u64,
+    /// When the connection opens (the configured start plus jitter).
+    start: Time,
     window_start: Time,
     window_end: Time,
     start_snapshot_taken: bool,
@@ -145,8 +147,18 @@ impl Simulation {
         let links = vec![bottleneck];
         let mut flows = Vec::new();
         let mut events = EventQueue::new();
+        let mut jitter_rng = Rng::stream(seed, "start-jitter");
+        let starts: Vec<Time> = cfg
+            .flows
+            .iter()
+            .map(|f| {
+                let j = cfg.run.start_jitter.0;
+                f.start + Dur(if j > 0 { jitter_rng.below(j) } else { 0 })
+            })
+            .collect();
         for (i, f) in cfg.flows.iter().enumerate() {
             let id = i as u32;
+            let start = starts[i];
             let built = factory.and_then(|fac| fac.build(&f.cca, &f.cca_params));
             let cc = match built {
                 Some(r) => r,
@@ -161,7 +173,7 @@ impl Simulation {
             pipes.push(Pipe::new(None, fwd_delay));
             let rev = pipes.len() as u32;
             pipes.push(Pipe::new(Some(access), rev_delay));
-            let window_start = f.start.max(Time(cfg.run.warmup.0));
+            let window_start = start.max(Time(cfg.run.warmup.0));
             let end = Time(cfg.run.duration.0);
             let window_end = f.stop.map_or(end, |s| s.min(end));
             // The receiver follows the sender's SACK setting (negotiated in the SYN).
@@ -183,12 +195,13 @@ impl Simulation {
                 series: FlowSeries::default(),
                 last_sample_delivered: 0,
                 data_packets_received: 0,
+                start,
                 window_start,
                 window_end,
                 start_snapshot_taken: false,
                 end_snapshot_taken: false,
             });
-            events.schedule(f.start, Event::FlowStart(id));
+            events.schedule(start, Event::FlowStart(id));
             if let Some(stop) = f.stop {
                 if stop.0 <= cfg.run.duration.0 {
                     events.schedule(stop, Event::FlowStop(id));
@@ -477,7 +490,7 @@ impl Simulation {
                 cca: fc.cca.clone(),
                 label: fc.label.clone(),
                 rtt_ns: fc.rtt.0,
-                start_ns: fc.start.0,
+                start_ns: f.start.0,
                 stop_ns: fc.stop.map(|t| t.0),
                 size_bytes: fc.size,
                 window_start_ns: f.window_start.0,

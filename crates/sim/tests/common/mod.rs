@@ -26,7 +26,7 @@ pub fn scenario(rate_mbps: u64, buffer: QueueLimit, loss: LossSpec, flows: Vec<F
     SimConfig {
         network: NetworkConfig { bottleneck_rate: Rate::from_mbps(rate_mbps), buffer, loss, access_rate: None },
         flows,
-        run: RunConfig { duration: Dur::from_secs(secs), warmup: Dur::from_secs(warmup), seed, sample_interval: Dur::from_ms(100) },
+        run: RunConfig { duration: Dur::from_secs(secs), warmup: Dur::from_secs(warmup), seed, sample_interval: Dur::from_ms(100), start_jitter: Dur::ZERO },
     }
 }
 
