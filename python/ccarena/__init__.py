@@ -8,6 +8,10 @@ them, and turns records into tables. Start with ``ccarena.run``:
     >>> result.flows            # per-flow DataFrame
     >>> result.timeseries       # cwnd, sRTT, throughput ... over time
     >>> result.summary          # utilisation, Jain's index, throughput ratio
+
+Sweeps (``ccarena sweep FILE``) store their runs in a results directory;
+``ccarena.load(DIR)`` returns its experiments, runs, flows and metrics as
+DataFrames.
 """
 
 from importlib.metadata import PackageNotFoundError, version as _pkg_version
@@ -20,5 +24,6 @@ except PackageNotFoundError:  # running from a source tree
 from .api import run  # noqa: E402
 from .result import RunResult, load_result  # noqa: E402
 from .scenario import Scenario, ScenarioError, cca_catalogue, load_scenario  # noqa: E402
+from .store import Results, load  # noqa: E402
 
-__all__ = ["run", "RunResult", "load_result", "Scenario", "ScenarioError", "load_scenario", "cca_catalogue", "__version__"]
+__all__ = ["run", "RunResult", "load_result", "load", "Results", "Scenario", "ScenarioError", "load_scenario", "cca_catalogue", "__version__"]

@@ -19,6 +19,7 @@ from rich.table import Table
 
 from . import __version__
 from .scenario import ScenarioError, cca_catalogue, load_scenario, parse_override
+from .store import StoreError
 
 app = typer.Typer(
     add_completion=False,
@@ -75,6 +76,7 @@ def run(
         raise UsageError(f"--backend: unknown backend {backend!r}; allowed: sim")
     sc = load_scenario(scenario)
     sc = sc.with_overrides(_overrides(sets))
+    _warn_requirements(sc.doc)
     show = sys.stderr.isatty() and not as_json
     with _progress_bar(show) as bar:
         task = bar.add_task(sc.name, total=sc.engine["run"]["duration"] / 1e9)
@@ -151,6 +153,247 @@ def bench(
     out.print(f"[dim]{r['machine']}, ccarena {r['version']}[/dim]")
 
 
+def _sweep_progress(enabled: bool):
+    return Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        TextColumn("{task.fields[runs]}"),
+        TextColumn("{task.completed:.0f}/{task.total:.0f} s simulated"),
+        TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+        console=err,
+        disable=not enabled,
+        transient=False,
+    )
+
+
+def _make_executor(jobs: Optional[int], dask: Optional[str]):
+    from .executors import DaskExecutor, LocalExecutor
+
+    if jobs is not None and jobs < 1:
+        raise UsageError(f"--jobs: must be at least 1, got {jobs}")
+    if dask:
+        return DaskExecutor(dask, jobs=jobs)
+    return LocalExecutor(jobs)
+
+
+def _warn_requirements(doc: dict) -> None:
+    from .runner import missing_features
+
+    missing = missing_features(doc)
+    if missing:
+        name = doc.get("name", "scenario")
+        err.print(f"[yellow]warning:[/yellow] {name} runs without {', '.join(missing)} (not in the engine yet; see its notes)", highlight=False, soft_wrap=True)
+
+
+def _run_sweep_cli(scenario: str, results_dir: Path, jobs, dask, sets, quick: bool, repetitions, name, retry_failed: bool, quiet: bool):
+    """Shared by `sweep` and `reproduce`: runs the sweep with a progress bar; returns the outcome."""
+    from .runner import prepare, run_sweep
+    from .figures import validate_figure_specs
+
+    overrides = _overrides(sets)
+    doc, specs = prepare(scenario, overrides, quick, repetitions)
+    validate_figure_specs(doc.get("figures"))
+    _warn_requirements(doc)
+    executor = _make_executor(jobs, dask)
+    show = sys.stderr.isatty() and not quiet
+    state = {"task": None, "runs": 0, "done": 0}
+    with _sweep_progress(show) as bar:
+
+        def on_event(kind: str, info: dict) -> None:
+            if kind == "start":
+                if info["skipped"]:
+                    reasons = "; ".join(f"{k} ({v} runs)" for k, v in info["skip_reasons"].items())
+                    err.print(f"[yellow]warning:[/yellow] skipping {info['skipped']} runs: {reasons}", highlight=False, soft_wrap=True)
+                if not quiet:
+                    err.print(f"{info['experiment']}: {info['runs']} runs to compute, {info['cached']} already stored "
+                              f"({info['simulated_s']:.0f} s simulated on {info['executor']})", highlight=False)
+                state["runs"] = info["runs"]
+                state["task"] = bar.add_task(info["experiment"], total=max(info["simulated_s"], 1e-9), runs=f"0/{info['runs']} runs")
+            elif kind == "progress" and state["task"] is not None:
+                fields = {}
+                if "done" in info:
+                    state["done"] = info["done"]
+                    fields["runs"] = f"{info['done']}/{state['runs']} runs"
+                bar.update(state["task"], completed=info["simulated_s"], **fields)
+            elif kind == "run" and not info["ok"]:
+                err.print(f"[red]run failed[/red] {info['run_id']} {info['params']}: {info['error']}", highlight=False, soft_wrap=True)
+
+        try:
+            outcome = run_sweep(doc, results_dir, overrides=None, quick=False, repetitions=None, executor=executor, name=name,
+                                variant="quick" if quick else "", retry_failed=retry_failed, on_event=on_event)
+        except KeyboardInterrupt:
+            err.print(f"interrupted: finished runs are stored in {results_dir}; run the same command again to resume", highlight=False)
+            raise
+    return doc, outcome
+
+
+def _points_table(res, experiment_id: str, title: str) -> Table:
+    from .figures import metric_label
+    from .report import key_metrics
+
+    runs = res.runs[res.runs.experiment_id == experiment_id]
+    ok = runs[runs.status == "ok"]
+    flows = res.flows[res.flows.run_id.isin(ok.run_id)]
+    n_flows = int(flows.groupby("run_id").size().max()) if len(flows) else 0
+    n_groups = int(flows.groupby("run_id")["group"].nunique().max()) if len(flows) else 0
+    names = res.param_names(experiment_id)
+    km = key_metrics(n_flows, n_groups)
+    t = Table(title=title, title_justify="left", box=box.SIMPLE_HEAVY)
+    for n in names:
+        t.add_column(n)
+    t.add_column("n", justify="right")
+    for m in km:
+        t.add_column(metric_label(m), justify="right")
+    if len(ok):
+        pts = res.points(experiment_id, km)
+        for _, p in pts.iterrows():
+            cells = [str(p[n]) for n in names] + [str(int(p.n))]
+            for m in km:
+                mu, ci = p[m], p[f"{m}_ci95"]
+                cells.append("-" if mu != mu else (f"{mu:.3g}" + (f" ± {ci:.2g}" if ci == ci else "")))
+            t.add_row(*cells)
+    return t
+
+
+def _status_line(res, experiment_id: str) -> str:
+    runs = res.runs[res.runs.experiment_id == experiment_id]
+    c = runs.status.value_counts().to_dict()
+    return f"{len(runs)} runs: " + ", ".join(f"{c.get(k, 0)} {k}" for k in ("ok", "error", "skipped", "pending") if c.get(k, 0))
+
+
+@app.command()
+def sweep(
+    scenario: str = typer.Argument(..., help="Scenario file with a [sweep] table, or a preset name."),
+    results_dir: Path = typer.Option(Path("results"), "--out", "-o", help="Results directory (database + Parquet)."),
+    jobs: Optional[int] = typer.Option(None, "--jobs", "-j", help="Worker processes (default: all cores)."),
+    dask: Optional[str] = typer.Option(None, "--dask", help="Run on a dask.distributed cluster: scheduler address (tcp://host:8786) or 'local'."),
+    sets: Optional[List[str]] = typer.Option(None, "--set", help="Override a field before expanding the sweep (repeatable)."),
+    quick: bool = typer.Option(False, "--quick", help="Apply the scenario's [sweep.quick] settings (shorter runs, fewer repetitions)."),
+    repetitions: Optional[int] = typer.Option(None, "--repetitions", "-r", help="Override the number of repetitions."),
+    name: Optional[str] = typer.Option(None, "--name", help="Experiment name in the results (default: the scenario's name)."),
+    keep_failed: bool = typer.Option(False, "--keep-failed", help="Do not retry runs that failed before."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object with the counts instead of tables."),
+) -> None:
+    """Run a scenario's sweep (grid x repetitions) into a results directory; resumable."""
+    from .store import load
+
+    doc, outcome = _run_sweep_cli(scenario, results_dir, jobs, dask, sets, quick, repetitions, name, not keep_failed, as_json)
+    if as_json:
+        print(json.dumps(outcome.to_dict()))
+    else:
+        res = load(results_dir)
+        out.print(_points_table(res, outcome.experiment_id, f"{outcome.experiment_id}: {_status_line(res, outcome.experiment_id)}"))
+        out.print(f"{outcome.computed} runs computed, {outcome.cached} already stored, {outcome.failed} failed, "
+                          f"{outcome.skipped} skipped in {outcome.wall_s:.1f} s; results in [bold]{results_dir}[/bold]  (next: ccarena report {results_dir})")
+    if outcome.failed:
+        raise typer.Exit(1)
+
+
+@app.command()
+def results(
+    directory: Path = typer.Argument(Path("results"), help="Results directory."),
+    experiment: Optional[str] = typer.Option(None, "--experiment", "-e", help="Only this experiment."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON (experiments, run counts, per-point metrics)."),
+    recompute: bool = typer.Option(False, "--recompute", help="Recompute every metric from the stored raw records first."),
+) -> None:
+    """Summarise a results directory: experiments, runs, metrics per grid point."""
+    from .store import Store, load
+
+    if not directory.exists():
+        raise UsageError(f"{directory}: no such results directory")
+    if recompute:
+        with Store(directory) as st:
+            n = st.recompute_metrics()
+        err.print(f"recomputed the metrics of {n} runs from their records")
+    res = load(directory)
+    exps = res.experiments
+    if experiment:
+        exps = exps[(exps.experiment_id == experiment) | (exps.name == experiment)]
+        if not len(exps):
+            raise UsageError(f"--experiment: no experiment {experiment!r} in {directory}; present: {', '.join(res.experiments.experiment_id) or 'none'}")
+    if as_json:
+        doc = []
+        for _, e in exps.iterrows():
+            runs = res.runs[res.runs.experiment_id == e.experiment_id]
+            pts = res.points(e.experiment_id) if (runs.status == "ok").any() else None
+            doc.append({
+                "experiment": e.experiment_id, "name": e["name"], "variant": e.variant, "description": e.description,
+                "runs": {k: int(v) for k, v in runs.status.value_counts().items()},
+                "points": json.loads(pts.to_json(orient="records")) if pts is not None else [],
+            })
+        print(json.dumps({"directory": str(directory), "experiments": doc}))
+        return
+    if not len(exps):
+        out.print(f"{directory}: no experiments yet")
+        return
+    for _, e in exps.iterrows():
+        out.print(_points_table(res, e.experiment_id, f"{e.experiment_id}: {_status_line(res, e.experiment_id)}"))
+        failed = res.runs[(res.runs.experiment_id == e.experiment_id) & (res.runs.status == "error")]
+        for _, r in failed.head(5).iterrows():
+            out.print(f"  [red]failed[/red] {r.run_id}: {r.error}", highlight=False)
+
+
+@app.command()
+def report(
+    directory: Path = typer.Argument(Path("results"), help="Results directory."),
+    out_dir: Optional[Path] = typer.Option(None, "--out", "-o", help="Where to write the report (default DIR/report)."),
+    per_run: str = typer.Option("first", "--per-run", help="Run figures for: first (first repetition of each point), all, none."),
+    experiment: Optional[List[str]] = typer.Option(None, "--experiment", "-e", help="Only these experiments (repeatable)."),
+) -> None:
+    """Write a static HTML report (figures, metrics tables, scenarios) of a results directory."""
+    from .report import write_report
+
+    if per_run not in ("first", "all", "none"):
+        raise UsageError(f"--per-run: unknown value {per_run!r}; allowed: first, all, none")
+    if not directory.exists():
+        raise UsageError(f"{directory}: no such results directory")
+    index = write_report(directory, out_dir, per_run=per_run, experiments=experiment,
+                         progress=(lambda m: err.print(f"[dim]{m}[/dim]", highlight=False)) if sys.stderr.isatty() else None)
+    out.print(f"report: [bold]{index}[/bold]")
+
+
+@app.command()
+def reproduce(
+    preset: str = typer.Argument(..., help="Experiment to reproduce, e.g. cubic-fig8-intra-fairness (see `ccarena list experiments`)."),
+    full: bool = typer.Option(False, "--full", help="The paper's full set-up (e.g. 600 s x 5 repetitions) instead of the quick mode."),
+    results_dir: Path = typer.Option(Path("results"), "--out", "-o", help="Results directory."),
+    jobs: Optional[int] = typer.Option(None, "--jobs", "-j", help="Worker processes (default: all cores)."),
+    dask: Optional[str] = typer.Option(None, "--dask", help="Run on a dask.distributed cluster (scheduler address or 'local')."),
+    sets: Optional[List[str]] = typer.Option(None, "--set", help="Override a field (repeatable)."),
+    repetitions: Optional[int] = typer.Option(None, "--repetitions", "-r", help="Override the number of repetitions."),
+    per_run: str = typer.Option("first", "--per-run", help="Run figures for: first, all, none."),
+    no_report: bool = typer.Option(False, "--no-report", help="Only run and store; no figures or report."),
+) -> None:
+    """Run an experiment's sweep, store the results, draw its figures and write the report."""
+    from .report import write_report
+    from .store import load
+
+    if per_run not in ("first", "all", "none"):
+        raise UsageError(f"--per-run: unknown value {per_run!r}; allowed: first, all, none")
+    doc, outcome = _run_sweep_cli(preset, results_dir, jobs, dask, sets, not full, repetitions, None, True, False)
+    res = load(results_dir)
+    mode = "full" if full else "quick mode (add --full for the paper's set-up)"
+    out.print(_points_table(res, outcome.experiment_id, f"{outcome.experiment_id}: {_status_line(res, outcome.experiment_id)}, {mode}"))
+    out.print(f"{outcome.computed} runs computed, {outcome.cached} already stored, {outcome.failed} failed, {outcome.skipped} skipped "
+              f"in {outcome.wall_s:.1f} s")
+    if not no_report:
+        index = write_report(results_dir, per_run=per_run, progress=(lambda m: err.print(f"[dim]{m}[/dim]", highlight=False)) if sys.stderr.isatty() else None)
+        page = index.parent / _report_slug(outcome.experiment_id) / "index.html"
+        figs = sorted(p.name for p in page.parent.glob("*.png"))
+        out.print(f"figures: {', '.join(figs) or 'none'} in {page.parent}")
+        out.print(f"report: [bold]{page}[/bold]  (index: {index})")
+    if outcome.failed:
+        raise typer.Exit(1)
+
+
+def _report_slug(eid: str) -> str:
+    from .report import _slug
+
+    return _slug(eid)
+
+
 @list_app.command("ccas")
 def list_ccas(as_json: bool = typer.Option(False, "--json")) -> None:
     """Congestion-control algorithms with a one-line description and their source."""
@@ -182,8 +425,10 @@ def list_experiments(as_json: bool = typer.Option(False, "--json")) -> None:
     t.add_column("name", style="bold")
     t.add_column("what it shows")
     t.add_column("source")
+    t.add_column("runs")
+    t.add_column("not in the engine yet")
     for p in cat:
-        t.add_row(p["name"], p["description"], p["source"])
+        t.add_row(p["name"], p["description"], p["source"], p["runs"], ", ".join(p["missing"]) or "-")
     out.print(t)
 
 
@@ -200,6 +445,9 @@ def main(argv: Optional[List[str]] = None) -> None:
         err.print(f"[red]error:[/red] {e}", highlight=False, soft_wrap=True)
         sys.exit(2)
     except UsageError as e:
+        err.print(f"[red]error:[/red] {e}", highlight=False, soft_wrap=True)
+        sys.exit(2)
+    except StoreError as e:
         err.print(f"[red]error:[/red] {e}", highlight=False, soft_wrap=True)
         sys.exit(2)
     except typer.Exit as e:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import json
+import random
 import re
 import tomllib
 from dataclasses import dataclass, field
@@ -32,7 +33,7 @@ class ScenarioError(ValueError):
         super().__init__(f"{field}: {message}" if field else message)
 
 
-_TOP_KEYS = {"name", "description", "source", "network", "tcp", "flows", "run", "sweep", "notes"}
+_TOP_KEYS = {"name", "description", "source", "network", "tcp", "flows", "run", "sweep", "notes", "requires", "figures"}
 _NETWORK_KEYS = {"bottleneck_rate", "buffer", "loss", "access_rate", "bdp_rtt"}
 _TCP_KEYS = {
     "mss": "int",
@@ -50,7 +51,7 @@ _TCP_KEYS = {
     "slow_start_after_idle": "bool",
 }
 _FLOW_KEYS = {"cca", "rtt", "count", "start", "stagger", "stop", "size", "label", "cca_params", "tcp"}
-_RUN_KEYS = {"duration", "warmup", "seed", "sample_interval"}
+_RUN_KEYS = {"duration", "warmup", "seed", "sample_interval", "start_jitter"}
 _LOSS_MODELS = {
     "bernoulli": {"p"},
     "periodic": {"p"},
@@ -265,6 +266,17 @@ def resolve(doc: dict) -> dict:
     interval = _unit(parse_duration, run.get("sample_interval", "100ms"), "run.sample_interval")
     if interval <= 0:
         raise ScenarioError("run.sample_interval", "must be positive")
+    jitter = _unit(parse_duration, run.get("start_jitter", 0), "run.start_jitter")
+    if jitter > 0:
+        # Each flow opens a uniformly random time in [0, start_jitter) after its
+        # start, drawn from the run's seed: repetitions of a scenario without
+        # random loss then differ (a deterministic simulator would otherwise
+        # repeat the same run for every seed).
+        draw = random.Random(f"ccarena start-jitter {seed}")
+        for f in engine_flows:
+            f["start"] += int(draw.random() * jitter)
+            if f["stop"] is not None and f["stop"] <= f["start"]:
+                raise ScenarioError("run.start_jitter", "pushes a flow's start past its stop; use a smaller jitter")
 
     engine = {
         "network": {"bottleneck_rate": rate, "buffer": buffer, "loss": loss, "access_rate": access},
