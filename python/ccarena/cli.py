@@ -14,6 +14,7 @@ from typing import List, Optional
 import typer
 from rich import box
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
@@ -428,7 +429,7 @@ def list_experiments(as_json: bool = typer.Option(False, "--json")) -> None:
     t.add_column("runs")
     t.add_column("not in the engine yet")
     for p in cat:
-        t.add_row(p["name"], p["description"], p["source"], p["runs"], ", ".join(p["missing"]) or "-")
+        t.add_row(*(escape(str(v)) for v in (p["name"], p["description"], p["source"], p["runs"], ", ".join(p["missing"]) or "-")))
     out.print(t)
 
 
