@@ -33,7 +33,7 @@ app.add_typer(list_app, name="list")
 
 # Tables stay readable when the output is piped (no terminal width to follow).
 out = Console() if sys.stdout.isatty() else Console(width=140)
-err = Console(stderr=True)
+err = Console(stderr=True, soft_wrap=True)
 
 
 class UsageError(Exception):
@@ -441,7 +441,12 @@ def version() -> None:
 
 def main(argv: Optional[List[str]] = None) -> None:
     try:
-        app(args=argv, standalone_mode=False)
+        rc = app(args=argv, standalone_mode=False)
+        # Recent typer versions turn Ctrl-C into a return value of 130 instead of raising.
+        if isinstance(rc, int) and not isinstance(rc, bool) and rc != 0:
+            if rc == 130:
+                err.print("interrupted")
+            sys.exit(rc)
     except ScenarioError as e:
         err.print(f"[red]error:[/red] {e}", highlight=False, soft_wrap=True)
         sys.exit(2)

@@ -14,7 +14,8 @@ Everything else (metrics, the database) happens in the calling process.
   (``--dask tcp://scheduler:8786``, or ``--dask local`` for a LocalCluster).
 
 Events are tuples: ("progress", run_id, simulated_s), ("done", run_id,
-record_json, wall_s) and ("failed", run_id, error, wall_s).
+record_json, wall_s), ("failed", run_id, error, wall_s) and ("tick", None)
+(nothing happened for a while; lets the caller react to Ctrl-C).
 """
 
 from __future__ import annotations
@@ -125,12 +126,20 @@ class LocalExecutor:
 
         def assign(slot: int) -> None:
             w = workers[slot]
-            if pending:
-                task = pending.pop()
-                w[2], w[3] = task, time.perf_counter()
-                w[1].send(task)
-            else:
-                w[2] = None
+            w[2] = None
+            if not pending:
+                return
+            task = pending.pop()
+            for _ in range(3):
+                try:
+                    w[1].send(task)
+                    w[2], w[3] = task, time.perf_counter()
+                    return
+                except (BrokenPipeError, OSError):  # the worker died while idle: replace it
+                    w[1].close()
+                    spawn(slot)
+                    w = workers[slot]
+            raise RuntimeError("cannot start worker processes")
 
         try:
             for slot in range(n):
@@ -139,37 +148,47 @@ class LocalExecutor:
             while any(w[2] is not None for w in workers.values()):
                 conns = {w[1]: s for s, w in workers.items() if w[2] is not None}
                 sentinels = {w[0].sentinel: s for s, w in workers.items() if w[2] is not None}
-                ready = wait(list(conns) + list(sentinels), timeout=1.0)
-                handled: set[int] = set()
-                for r in ready:
-                    if r in conns:
-                        slot = conns[r]
-                        try:
-                            msg = r.recv()
-                        except (EOFError, OSError):
-                            continue  # the worker died: handled through its sentinel
-                        if msg[0] == "progress":
-                            yield msg
-                        else:
-                            handled.add(slot)
-                            yield msg
-                            assign(slot)
+                ready = wait(list(conns) + list(sentinels), timeout=0.5)
+                if not ready:
+                    yield ("tick", None)
+                    continue
+                dead: set[int] = set()
                 for r in ready:
                     if r in sentinels:
-                        slot = sentinels[r]
-                        w = workers[slot]
-                        if slot in handled or w[0].is_alive():
-                            continue
-                        if w[1].poll():
-                            continue  # its last message is still in the pipe: read it first
-                        task = w[2]
-                        code = w[0].exitcode
-                        why = f"killed by signal {-code}" if code is not None and code < 0 else f"exit status {code}"
-                        w[1].close()
-                        spawn(slot)
-                        if task is not None:
-                            yield ("failed", task["run_id"], f"worker process died ({why})", time.perf_counter() - w[3])
+                        dead.add(sentinels[r])
+                        continue
+                    slot = conns[r]
+                    try:
+                        msg = r.recv()
+                    except (EOFError, OSError):
+                        dead.add(slot)  # the worker is gone: handled below
+                        continue
+                    yield msg
+                    if msg[0] != "progress":
                         assign(slot)
+                for slot in dead:
+                    w = workers[slot]
+                    if w[0].is_alive() or w[2] is None:
+                        continue
+                    # Read what it sent before dying; its current run (if any) is lost.
+                    while True:
+                        try:
+                            if not w[1].poll():
+                                break
+                            msg = w[1].recv()
+                        except (EOFError, OSError):
+                            break
+                        yield msg
+                        if msg[0] != "progress":
+                            w[2] = None
+                    task = w[2]
+                    code = w[0].exitcode
+                    why = f"killed by signal {-code}" if code is not None and code < 0 else f"exit status {code}"
+                    w[1].close()
+                    spawn(slot)
+                    if task is not None:
+                        yield ("failed", task["run_id"], f"worker process died ({why})", time.perf_counter() - w[3])
+                    assign(slot)
         finally:
             for w in workers.values():
                 try:

@@ -11,6 +11,9 @@ computes only the runs that are not stored yet (and those that failed).
 
 from __future__ import annotations
 
+import contextlib
+import signal
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -175,37 +178,69 @@ def run_sweep(
         emit("start", {"experiment": experiment_id, "runs": len(todo), "cached": outcome.cached, "skipped": outcome.skipped,
                        "simulated_s": total_sim, "skip_reasons": outcome.skip_reasons, "executor": executor.description})
         tasks = [{"run_id": s.run_id, "engine_json": s.engine_json(), "duration_s": s.simulated_s} for s in todo.values()]
-        partial: dict[str, float] = {}
-        finished_sim = 0.0
         if tasks:
-            for ev in executor.run(tasks):
-                kind, rid = ev[0], ev[1]
-                spec = todo[rid]
-                if kind == "progress":
-                    partial[rid] = ev[2]
-                    emit("progress", {"simulated_s": finished_sim + sum(partial.values()), "total_s": total_sim})
-                    continue
-                partial.pop(rid, None)
-                finished_sim += spec.simulated_s
-                if kind == "done":
-                    try:
-                        metrics = store.store_run(spec, ev[2], ev[3])
-                        outcome.computed += 1
-                        emit("run", {"run_id": rid, "ok": True, "params": spec.params, "repetition": spec.repetition, "metrics": metrics})
-                    except KeyboardInterrupt:
-                        raise
-                    except Exception as e:  # noqa: BLE001 - analysis failure is recorded like a crash
-                        store.store_failure(spec, f"analysis failed: {type(e).__name__}: {e}", ev[3])
-                        outcome.failed += 1
-                        outcome.errors[rid] = str(e)
-                        emit("run", {"run_id": rid, "ok": False, "params": spec.params, "error": str(e)})
-                else:
-                    store.store_failure(spec, ev[2], ev[3])
-                    outcome.failed += 1
-                    outcome.errors[rid] = ev[2]
-                    emit("run", {"run_id": rid, "ok": False, "params": spec.params, "error": ev[2]})
-                emit("progress", {"simulated_s": finished_sim + sum(partial.values()), "total_s": total_sim,
-                                  "done": outcome.computed + outcome.failed, "runs": len(todo)})
-        outcome.simulated_s = finished_sim
+            with _deferred_interrupt() as interrupted:
+                _execute(executor, tasks, todo, store, outcome, emit, total_sim, interrupted)
     outcome.wall_s = time.perf_counter() - started
     return outcome
+
+
+@contextlib.contextmanager
+def _deferred_interrupt():
+    """Ctrl-C sets a flag checked between events (so no database write is cut
+    short); a second Ctrl-C interrupts at once."""
+    flag = {"set": False}
+    if threading.current_thread() is not threading.main_thread():
+        yield flag
+        return
+
+    def handler(signum, frame):
+        if flag["set"]:
+            raise KeyboardInterrupt
+        flag["set"] = True
+
+    old = signal.signal(signal.SIGINT, handler)
+    try:
+        yield flag
+    finally:
+        signal.signal(signal.SIGINT, old)
+
+
+def _execute(executor, tasks, todo, store, outcome, emit, total_sim, interrupted) -> None:
+    partial: dict[str, float] = {}
+    finished_sim = 0.0
+    events = executor.run(tasks)
+    try:
+        for ev in events:
+            if interrupted["set"]:
+                raise KeyboardInterrupt
+            kind, rid = ev[0], ev[1]
+            if kind == "tick":
+                continue
+            spec = todo[rid]
+            if kind == "progress":
+                partial[rid] = ev[2]
+                emit("progress", {"simulated_s": finished_sim + sum(partial.values()), "total_s": total_sim})
+                continue
+            partial.pop(rid, None)
+            finished_sim += spec.simulated_s
+            if kind == "done":
+                try:
+                    metrics = store.store_run(spec, ev[2], ev[3])
+                    outcome.computed += 1
+                    emit("run", {"run_id": rid, "ok": True, "params": spec.params, "repetition": spec.repetition, "metrics": metrics})
+                except Exception as e:  # noqa: BLE001 - an analysis failure is recorded like a crash
+                    store.store_failure(spec, f"analysis failed: {type(e).__name__}: {e}", ev[3])
+                    outcome.failed += 1
+                    outcome.errors[rid] = str(e)
+                    emit("run", {"run_id": rid, "ok": False, "params": spec.params, "error": str(e)})
+            else:
+                store.store_failure(spec, ev[2], ev[3])
+                outcome.failed += 1
+                outcome.errors[rid] = ev[2]
+                emit("run", {"run_id": rid, "ok": False, "params": spec.params, "error": ev[2]})
+            outcome.simulated_s = finished_sim
+            emit("progress", {"simulated_s": finished_sim + sum(partial.values()), "total_s": total_sim,
+                              "done": outcome.computed + outcome.failed, "runs": len(todo)})
+    finally:
+        events.close()  # stops the workers
