@@ -252,10 +252,19 @@ def _points_table(res, experiment_id: str, title: str) -> Table:
         for _, p in pts.iterrows():
             cells = [str(p[n]) for n in names] + [str(int(p.n))]
             for m in km:
-                mu, ci = p[m], p[f"{m}_ci95"]
-                cells.append("-" if mu != mu else (f"{mu:.3g}" + (f" ± {ci:.2g}" if ci == ci else "")))
+                cells.append(_pm(p[m], p[f"{m}_ci95"]))
             t.add_row(*cells)
     return t
+
+
+def _pm(mu: float, ci: float) -> str:
+    """'0.774 ± 0.061': mean and CI half-width with the same number of decimals."""
+    if mu != mu:
+        return "-"
+    a = abs(mu)
+    d = 0 if a >= 100 else 1 if a >= 10 else 3
+    text = f"{mu:,.{d}f}"
+    return text + (f" ± {ci:,.{d}f}" if ci == ci else "")
 
 
 def _status_line(res, experiment_id: str) -> str:

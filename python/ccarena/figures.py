@@ -193,6 +193,15 @@ def default_figure_specs(axes: list[dict], n_flows: int) -> list[dict]:
     return [dict(spec, y=y, name=f"{y}-vs-{x['name']}") for y in ys]
 
 
+def _plain_log_ticks(axis) -> None:
+    """Log-axis ticks at 1, 2, 5 x 10^k written as plain numbers (0.05, 0.1, 0.2 ...)."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    axis.set_minor_formatter(NullFormatter())
+
+
 # ---------------------------------------------------------------- experiment figures
 
 
@@ -238,7 +247,7 @@ def sweep_figure(points: pd.DataFrame, spec: dict, base: Path, title: str | None
             order = np.argsort(xs)
             xs, ys, ci = xs[order], ys[order], ci[order]
             # Small horizontal offsets keep overlapping error bars apart.
-            off = (k - (len(series_vals) - 1) / 2) * 0.025
+            off = (k - (len(series_vals) - 1) / 2) * 0.035
             xd = xs * (1 + off) if logx else xs + off * (np.ptp(xs_all) if np.ptp(xs_all) > 0 else 1) * (1 if cats is None else 8)
             ax.errorbar(
                 xd, ys, yerr=np.where(np.isnan(ci), 0, ci), marker=_MARKERS[k % len(_MARKERS)], ms=4.5, lw=1.4, capsize=2.5,
@@ -257,6 +266,7 @@ def sweep_figure(points: pd.DataFrame, spec: dict, base: Path, title: str | None
                 ax.minorticks_off()
         if spec.get("yscale") == "log":
             ax.set_yscale("log")
+            _plain_log_ticks(ax.yaxis)
         if "ylim" in spec:
             ax.set_ylim(*spec["ylim"])
         ax.set_xlabel(spec.get("xlabel", xlabel))
@@ -362,7 +372,8 @@ def run_timeseries_figure(ts: pd.DataFrame, queue: pd.DataFrame, flows: pd.DataF
     axs[3].set_ylabel("Queue (packets)")
     axs[3].set_xlabel("Time (s)")
     for ax in axs:
-        ax.set_ylim(bottom=0)
+        if ax is not axs[2]:  # sRTT: its range, not from 0, so the queueing delay shows
+            ax.set_ylim(bottom=0)
         if warmup_s > 0:
             ax.axvspan(0, warmup_s, color="0.9", lw=0, zorder=0)
     axs[3].set_xlim(0, duration)

@@ -101,6 +101,19 @@ def _fmt(v: Any, digits: int = 3) -> str:
     return html.escape(str(v))
 
 
+def _pm(mu: Any, ci: Any) -> str:
+    """Mean and CI half-width with the same number of decimals."""
+    try:
+        mu, ci = float(mu), float(ci)
+    except (TypeError, ValueError):
+        return "-"
+    if math.isnan(mu):
+        return "-"
+    a = abs(mu)
+    d = 0 if a >= 100 else 1 if a >= 10 else 3
+    return f"{mu:,.{d}f}" + (f" &plusmn; {ci:,.{d}f}" if not math.isnan(ci) else "")
+
+
 def key_metrics(n_flows: int, n_groups: int) -> list[str]:
     """The run metrics shown in tables, by the shape of the scenario."""
     if n_flows <= 1:
@@ -246,7 +259,7 @@ def _experiment_page(res: Results, exp, out_dir: Path, per_run: str, say) -> Pat
             cells = "".join(f"<td class=l>{_fmt(p.get(n))}</td>" for n in names) + f"<td>{int(p.n)}</td>"
             for m in km:
                 mu, ci = p.get(m, float('nan')), p.get(f"{m}_ci95", float('nan'))
-                cells += f"<td>{_fmt(mu)}{' &plusmn; ' + _fmt(ci, 2) if isinstance(ci, float) and not math.isnan(ci) else ''}</td>"
+                cells += f"<td>{_pm(mu, ci)}</td>"
             trs.append(f"<tr>{cells}</tr>")
         body.append(f"<table><tr>{head}</tr>{''.join(trs)}</table>")
         points.to_csv(d / "points.csv", index=False)

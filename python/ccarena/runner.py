@@ -161,7 +161,8 @@ def run_sweep(
     outcome = SweepOutcome(experiment_id=experiment_id, directory=Path(out), total=len(specs), executor=executor.description)
     started = time.perf_counter()
     emit = on_event or (lambda kind, info: None)
-    with Store(out) as store:
+    # The sweep waits (up to minutes) for a reader such as `ccarena results` to let go of the database.
+    with Store(out, lock_wait_s=600) as store:
         store.register_experiment(experiment_id, exp_name, exp_variant, doc, specs)
         done = store.completed()
         failed_before = store.failed()
@@ -178,6 +179,7 @@ def run_sweep(
         emit("start", {"experiment": experiment_id, "runs": len(todo), "cached": outcome.cached, "skipped": outcome.skipped,
                        "simulated_s": total_sim, "skip_reasons": outcome.skip_reasons, "executor": executor.description})
         tasks = [{"run_id": s.run_id, "engine_json": s.engine_json(), "duration_s": s.simulated_s} for s in todo.values()]
+        store.release()
         if tasks:
             with _deferred_interrupt() as interrupted:
                 _execute(executor, tasks, todo, store, outcome, emit, total_sim, interrupted)
@@ -239,6 +241,7 @@ def _execute(executor, tasks, todo, store, outcome, emit, total_sim, interrupted
                 outcome.failed += 1
                 outcome.errors[rid] = ev[2]
                 emit("run", {"run_id": rid, "ok": False, "params": spec.params, "error": ev[2]})
+            store.release()  # readers may look in between runs
             outcome.simulated_s = finished_sim
             emit("progress", {"simulated_s": finished_sim + sum(partial.values()), "total_s": total_sim,
                               "done": outcome.computed + outcome.failed, "runs": len(todo)})

@@ -19,6 +19,7 @@ import gzip
 import json
 import math
 import os
+import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from functools import cached_property
@@ -126,32 +127,56 @@ def analyse(doc: dict, engine: dict, record: dict, wall_time_s: float = 0.0):
 class Store:
     """Read/write access to one results directory. Use as a context manager."""
 
-    def __init__(self, directory: str | Path, read_only: bool = False):
-        import duckdb
-
+    def __init__(self, directory: str | Path, read_only: bool = False, lock_wait_s: float = 10.0):
         self.dir = Path(directory)
         self.read_only = read_only
-        db = self.dir / DB_NAME
-        if read_only and not db.exists():
+        self.lock_wait_s = lock_wait_s
+        self._con = None
+        self.db = self.dir / DB_NAME
+        if read_only and not self.db.exists():
             raise StoreError(f"{self.dir}: no results database here (expected {DB_NAME}); run `ccarena sweep` first")
         if not read_only:
             self.dir.mkdir(parents=True, exist_ok=True)
-        try:
-            self.con = duckdb.connect(str(db), read_only=read_only)
-        except duckdb.IOException as e:
-            if "lock" in str(e).lower():
-                raise StoreError(f"{self.dir}: the results database is in use by a running sweep; try again when it ends") from None
-            raise StoreError(f"{db}: cannot open the results database: {e}") from None
+        con = self.con
         if not read_only:
-            self.con.execute(_SCHEMA)
-            self.con.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
+            con.execute(_SCHEMA)
+            con.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
         else:
             try:
-                v = self.con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+                v = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
             except Exception:
-                raise StoreError(f"{db}: not a ccarena results database") from None
+                raise StoreError(f"{self.db}: not a ccarena results database") from None
             if v is None or int(v[0]) > SCHEMA_VERSION:
-                raise StoreError(f"{db}: written by a newer ccarena (schema {v and v[0]}); upgrade to read it")
+                raise StoreError(f"{self.db}: written by a newer ccarena (schema {v and v[0]}); upgrade to read it")
+
+    @property
+    def con(self):
+        """The open connection; opened on first use, waiting while another
+        process holds the database (DuckDB lets one process at a time in)."""
+        if self._con is None:
+            import duckdb
+
+            deadline = time.monotonic() + self.lock_wait_s
+            while True:
+                try:
+                    self._con = duckdb.connect(str(self.db), read_only=self.read_only)
+                    break
+                except duckdb.IOException as e:
+                    if "lock" not in str(e).lower():
+                        raise StoreError(f"{self.db}: cannot open the results database: {e}") from None
+                    if time.monotonic() > deadline:
+                        raise StoreError(f"{self.dir}: the results database is in use by another process (a running sweep?); try again") from None
+                    time.sleep(0.05)
+        return self._con
+
+    def release(self) -> None:
+        """Closes the connection so that other processes (e.g. `ccarena results`) can read
+        while a sweep waits for its next run; the next use reopens it."""
+        if self._con is not None:
+            try:
+                self._con.close()
+            finally:
+                self._con = None
 
     def __enter__(self) -> "Store":
         return self
@@ -161,7 +186,7 @@ class Store:
 
     def close(self) -> None:
         try:
-            self.con.close()
+            self.release()
         except Exception:
             pass
 

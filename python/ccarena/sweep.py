@@ -112,7 +112,13 @@ class RunSpec:
 
 
 def _canonical(engine: dict) -> str:
-    return json.dumps({k: v for k, v in engine.items() if not k.startswith("_")}, sort_keys=True, separators=(",", ":"))
+    # The engine's input, plus which [[flows]] table each flow came from: metrics
+    # such as group_throughput_ratio depend on it, so two scenarios that differ
+    # only in how flows are grouped are different runs.
+    public = {k: v for k, v in engine.items() if not k.startswith("_")}
+    if "_groups" in engine:
+        public["flow_groups"] = engine["_groups"]
+    return json.dumps(public, sort_keys=True, separators=(",", ":"))
 
 
 def run_id_for(engine: dict, version: str = __version__) -> tuple[str, str]:
@@ -123,7 +129,7 @@ def run_id_for(engine: dict, version: str = __version__) -> tuple[str, str]:
     grid point share it.
     """
     run = hashlib.sha256(f"ccarena {version}\n{_canonical(engine)}".encode()).hexdigest()[:16]
-    unseeded = copy.deepcopy({k: v for k, v in engine.items() if not k.startswith("_")})
+    unseeded = copy.deepcopy(engine)
     unseeded["run"]["seed"] = 0
     scen = hashlib.sha256(_canonical(unseeded).encode()).hexdigest()[:16]
     return run, scen
