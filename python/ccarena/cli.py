@@ -231,7 +231,7 @@ def _run_sweep_cli(scenario: str, results_dir: Path, jobs, dask, sets, quick: bo
 
 
 def _points_table(res, experiment_id: str, title: str) -> Table:
-    from .figures import metric_label
+    from .figures import short_label
     from .report import key_metrics
 
     runs = res.runs[res.runs.experiment_id == experiment_id]
@@ -241,30 +241,34 @@ def _points_table(res, experiment_id: str, title: str) -> Table:
     n_groups = int(flows.groupby("run_id")["group"].nunique().max()) if len(flows) else 0
     names = res.param_names(experiment_id)
     km = key_metrics(n_flows, n_groups)
-    t = Table(title=title, title_justify="left", box=box.SIMPLE_HEAVY)
+    t = Table(title=title, title_justify="left", box=box.SIMPLE_HEAVY,
+              caption="mean ± half-width of the 95 % confidence interval over repetitions", caption_justify="left")
+    pts = res.points(experiment_id, km) if len(ok) else None
     for n in names:
-        t.add_column(n)
-    t.add_column("n", justify="right")
+        width = max([len(n)] + ([len(str(v)) for v in pts[n]] if pts is not None and n in pts else []))
+        t.add_column(n, no_wrap=True, min_width=min(width, 24))
+    t.add_column("n", justify="right", no_wrap=True)
     for m in km:
-        t.add_column(metric_label(m), justify="right")
-    if len(ok):
-        pts = res.points(experiment_id, km)
+        t.add_column(short_label(m), justify="right")
+    if pts is not None:
         for _, p in pts.iterrows():
             cells = [str(p[n]) for n in names] + [str(int(p.n))]
             for m in km:
-                cells.append(_pm(p[m], p[f"{m}_ci95"]))
+                cells.append(_pm(p[m], p[f"{m}_ci95"], 1 if m.startswith("total_") else None))
             t.add_row(*cells)
     return t
 
 
-def _pm(mu: float, ci: float) -> str:
+
+
+def _pm(mu: float, ci: float, decimals: int | None = None) -> str:
     """'0.774 ± 0.061': mean and CI half-width with the same number of decimals."""
     if mu != mu:
         return "-"
     a = abs(mu)
-    d = 0 if a >= 100 else 1 if a >= 10 else 3
+    d = decimals if decimals is not None else 0 if a >= 100 else 1 if a >= 10 else 3
     text = f"{mu:,.{d}f}"
-    return text + (f" ± {ci:,.{d}f}" if ci == ci else "")
+    return text + (f" ±{ci:,.{d}f}" if ci == ci else "")
 
 
 def _status_line(res, experiment_id: str) -> str:

@@ -78,6 +78,24 @@ _PARAM_LABELS = {
 _MARKERS = ["o", "s", "^", "D", "v", "P", "X", "<", ">", "*"]
 
 
+SHORT_LABELS = {
+    "throughput_ratio": "thr. ratio",
+    "group_throughput_ratio": "group ratio",
+    "jain_index": "Jain",
+    "utilization": "utilisation",
+    "mean_queue_delay_ms": "queue ms",
+    "total_retransmissions_l4": "retrans",
+    "total_rtos_l4": "RTOs",
+    "mean_srtt_l4": "sRTT ms",
+    "mean_est_qdelay_l4": "est. qdelay ms",
+}
+
+
+def short_label(name: str) -> str:
+    """A column heading for tables."""
+    return SHORT_LABELS.get(name, metric_label(name))
+
+
 def metric_label(name: str) -> str:
     if name in _METRIC_LABELS:
         return _METRIC_LABELS[name]

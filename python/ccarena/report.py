@@ -29,6 +29,7 @@ from .figures import (
     default_figure_specs,
     metric_label,
     run_distribution_figure,
+    short_label,
     run_timeseries_figure,
     stability_figure,
     sweep_figure,
@@ -46,7 +47,9 @@ th,td{border-bottom:1px solid #e4e4e4;padding:.25em .6em;text-align:right;white-
 th{background:#f5f5f5}td.l,th.l{text-align:left;white-space:normal}
 .muted{color:#666}.warn{background:#fff7e0;border-left:4px solid #e0a800;padding:.5em .8em;margin:.8em 0}
 .err{background:#fdecea;border-left:4px solid #c62828;padding:.5em .8em;margin:.8em 0}
-figure{margin:1em 0;display:inline-block;vertical-align:top;max-width:100%}
+figure{margin:1em 1em 1em 0;display:inline-block;vertical-align:top;max-width:100%}
+figure.half{max-width:48%}@media (max-width:900px){figure.half{max-width:100%}}
+.tw{overflow-x:auto}
 figure img{max-width:100%;border:1px solid #eee}figcaption{font-size:.85em;color:#444;max-width:640px}
 pre{background:#f7f7f7;padding:.8em;overflow-x:auto;font-size:.82em}
 details{margin:.4em 0}summary{cursor:pointer}
@@ -124,12 +127,12 @@ def key_metrics(n_flows: int, n_groups: int) -> list[str]:
     return out + ["utilization", "mean_queue_delay_ms", "total_retransmissions_l4", "total_rtos_l4"]
 
 
-def _figure_html(files: list[Path], rel_to: Path, caption: str) -> str:
+def _figure_html(files: list[Path], rel_to: Path, caption: str, cls: str = "") -> str:
     png = files[0]
     rel = png.relative_to(rel_to).as_posix()
     vec = files[1].relative_to(rel_to).as_posix() if len(files) > 1 else rel
     kind = files[1].suffix[1:].upper() if len(files) > 1 else "PNG"
-    return (f"<figure><a href=\"{html.escape(vec)}\"><img src=\"{html.escape(rel)}\" alt=\"{html.escape(caption)}\" loading=\"eager\"></a>"
+    return (f"<figure{' class=' + cls if cls else ''}><a href=\"{html.escape(vec)}\"><img src=\"{html.escape(rel)}\" alt=\"{html.escape(caption)}\" loading=\"eager\"></a>"
             f"<figcaption>{html.escape(caption)} <a href=\"{html.escape(vec)}\">{kind}</a></figcaption></figure>")
 
 
@@ -240,7 +243,7 @@ def _experiment_page(res: Results, exp, out_dir: Path, per_run: str, say) -> Pat
                 body.append(f"<p class=err>figure {html.escape(name)}: no column {html.escape(str(e))} in the results</p>")
                 continue
             cap = spec.get("caption") or _default_caption(spec, points)
-            body.append(_figure_html(files, d, cap))
+            body.append(_figure_html(files, d, cap, "half"))
 
     # ---- metrics table
     if len(points):
@@ -253,7 +256,7 @@ def _experiment_page(res: Results, exp, out_dir: Path, per_run: str, say) -> Pat
         body.append("<h2>Metrics</h2><p class=muted>Mean over repetitions &plusmn; half-width of the 95 % confidence interval "
                     "(Student's t). Every metric of every grid point: <a href=\"points.csv\">points.csv</a>; "
                     "definitions in docs/metrics.md.</p>")
-        head = "".join(f"<th class=l>{html.escape(n)}</th>" for n in names) + "<th>n</th>" + "".join(f"<th>{html.escape(metric_label(m))}</th>" for m in km)
+        head = "".join(f"<th class=l>{html.escape(n)}</th>" for n in names) + "<th>n</th>" + "".join(f"<th title=\"{html.escape(m)}\">{html.escape(short_label(m))}</th>" for m in km)
         trs = []
         for _, p in points.iterrows():
             cells = "".join(f"<td class=l>{_fmt(p.get(n))}</td>" for n in names) + f"<td>{int(p.n)}</td>"
@@ -261,7 +264,7 @@ def _experiment_page(res: Results, exp, out_dir: Path, per_run: str, say) -> Pat
                 mu, ci = p.get(m, float('nan')), p.get(f"{m}_ci95", float('nan'))
                 cells += f"<td>{_pm(mu, ci)}</td>"
             trs.append(f"<tr>{cells}</tr>")
-        body.append(f"<table><tr>{head}</tr>{''.join(trs)}</table>")
+        body.append(f"<div class=tw><table><tr>{head}</tr>{''.join(trs)}</table></div>")
         points.to_csv(d / "points.csv", index=False)
 
     # ---- per-run figures
@@ -297,8 +300,8 @@ def _experiment_page(res: Results, exp, out_dir: Path, per_run: str, say) -> Pat
             )
             body.append(
                 f"<details open><summary><b>{html.escape(label)}</b> <span class=muted>run {html.escape(r.run_id)}</span></summary>"
-                "<table><tr><th>flow</th><th class=l>label</th><th>RTT ms</th><th>start s</th><th>Mbps</th><th>cwnd</th><th>sRTT ms</th><th>retrans</th><th>RTOs</th></tr>"
-                f"{ftab}</table>{_figure_html(f1, d, 'Throughput, cwnd, sRTT per flow and the bottleneck queue over time.')}"
+                "<div class=tw><table><tr><th>flow</th><th class=l>label</th><th>RTT ms</th><th>start s</th><th>Mbps</th><th>cwnd</th><th>sRTT ms</th><th>retrans</th><th>RTOs</th></tr>"
+                f"{ftab}</table></div>{_figure_html(f1, d, 'Throughput, cwnd, sRTT per flow and the bottleneck queue over time.')}"
                 f"{_figure_html(f2, d, 'eCDFs of throughput and sRTT samples, and each flow’s mean operating point.')}</details>"
             )
 
