@@ -20,6 +20,7 @@ from rich.table import Table
 
 from . import __version__
 from .scenario import ScenarioError, cca_catalogue, load_scenario, parse_override
+from .executors import ExecutorError
 from .store import StoreError
 
 app = typer.Typer(
@@ -78,6 +79,8 @@ def run(
     sc = load_scenario(scenario)
     sc = sc.with_overrides(_overrides(sets))
     _warn_requirements(sc.doc)
+    if sc.doc.get("sweep") and not as_json:
+        err.print(f"note: {sc.name} has a [sweep]; this runs its base scenario once (`ccarena sweep {scenario}` runs the whole sweep)", highlight=False)
     show = sys.stderr.isatty() and not as_json
     with _progress_bar(show) as bar:
         task = bar.add_task(sc.name, total=sc.engine["run"]["duration"] / 1e9)
@@ -193,7 +196,12 @@ def _run_sweep_cli(scenario: str, results_dir: Path, jobs, dask, sets, quick: bo
     from .runner import prepare, run_sweep
     from .figures import validate_figure_specs
 
+    from .runner import _load_doc
+    from .sweep import parse_sweep
+
     overrides = _overrides(sets)
+    sw = parse_sweep(_load_doc(scenario))
+    quick = quick and sw is not None and bool(sw.quick)  # without [sweep.quick] settings, quick mode is the full sweep
     doc, specs = prepare(scenario, overrides, quick, repetitions)
     validate_figure_specs(doc.get("figures"))
     _warn_requirements(doc)
@@ -388,7 +396,7 @@ def reproduce(
         raise UsageError(f"--per-run: unknown value {per_run!r}; allowed: first, all, none")
     doc, outcome = _run_sweep_cli(preset, results_dir, jobs, dask, sets, not full, repetitions, None, True, False)
     res = load(results_dir)
-    mode = "full" if full else "quick mode (add --full for the paper's set-up)"
+    mode = "quick mode (add --full for the paper's set-up)" if outcome.experiment_id.endswith("@quick") else "full set-up"
     out.print(_points_table(res, outcome.experiment_id, f"{outcome.experiment_id}: {_status_line(res, outcome.experiment_id)}, {mode}"))
     out.print(f"{outcome.computed} runs computed, {outcome.cached} already stored, {outcome.failed} failed, {outcome.skipped} skipped "
               f"in {outcome.wall_s:.1f} s")
@@ -468,6 +476,9 @@ def main(argv: Optional[List[str]] = None) -> None:
         sys.exit(2)
     except StoreError as e:
         err.print(f"[red]error:[/red] {e}", highlight=False, soft_wrap=True)
+        sys.exit(2)
+    except ExecutorError as e:
+        err.print(f"[red]error:[/red] {escape(str(e))}", highlight=False, soft_wrap=True)
         sys.exit(2)
     except typer.Exit as e:
         sys.exit(e.exit_code)

@@ -26,7 +26,11 @@ import time
 import traceback
 from typing import Any, Callable, Iterator
 
-__all__ = ["execute_task", "LocalExecutor", "DaskExecutor", "Task"]
+__all__ = ["execute_task", "LocalExecutor", "DaskExecutor", "Task", "ExecutorError"]
+
+
+class ExecutorError(RuntimeError):
+    """The executor cannot start (e.g. no Dask scheduler at the address given)."""
 
 Task = dict  # {"run_id": str, "engine_json": str, "duration_s": float}
 
@@ -225,13 +229,19 @@ class DaskExecutor:
         try:
             from distributed import Client, LocalCluster, as_completed
         except ImportError:  # pragma: no cover
-            raise RuntimeError("--dask needs dask.distributed: pip install 'dask[distributed]'") from None
+            raise ExecutorError("--dask needs dask.distributed: pip install 'dask[distributed]'") from None
         cluster = None
-        if self.address == "local":
-            cluster = LocalCluster(n_workers=self.jobs or os.cpu_count() or 1, threads_per_worker=1, processes=True, dashboard_address=None)
-            client = Client(cluster)
-        else:
-            client = Client(self.address, timeout="30s")
+        try:
+            if self.address == "local":
+                cluster = LocalCluster(n_workers=self.jobs or os.cpu_count() or 1, threads_per_worker=1, processes=True, dashboard_address=None)
+                client = Client(cluster)
+            else:
+                client = Client(self.address, timeout="20s")
+        except (OSError, TimeoutError, ValueError) as e:
+            if cluster is not None:
+                cluster.close()
+            raise ExecutorError(f"--dask: cannot reach a scheduler at {self.address!r} ({type(e).__name__}: {e}); "
+                                "give its address, e.g. tcp://host:8786, or 'local'") from None
         fn: Callable = _dask_task
         if self.task_fn:
             import importlib

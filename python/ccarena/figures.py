@@ -130,14 +130,14 @@ def _plt():
     return plt
 
 
-def _save(fig, base: Path, vector: str = "pdf") -> list[Path]:
+def _save(fig, base: Path, vector: str = "pdf", tight: bool = True) -> list[Path]:
     """Writes base.png and base.<vector> (pdf for paper figures, svg for the many run figures: no font embedding)."""
     base.parent.mkdir(parents=True, exist_ok=True)
     out = []
     for ext in ("png", vector):
         p = base.with_name(f"{base.name}.{ext}")
         tmp = p.with_name(f".{p.name}.tmp.{ext}")
-        fig.savefig(tmp, format=ext)
+        fig.savefig(tmp, format=ext, bbox_inches="tight" if tight else None, pad_inches=0.03)
         tmp.replace(p)
         out.append(p)
     import matplotlib.pyplot as plt
@@ -211,11 +211,37 @@ def default_figure_specs(axes: list[dict], n_flows: int) -> list[dict]:
     return [dict(spec, y=y, name=f"{y}-vs-{x['name']}") for y in ys]
 
 
-def _plain_log_ticks(axis) -> None:
-    """Log-axis ticks at 1, 2, 5 x 10^k written as plain numbers (0.05, 0.1, 0.2 ...)."""
-    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+def _tick(t: float) -> str:
+    """A tick label: integers as integers (1000, not 1e+03), others with 3 significant digits."""
+    return str(int(round(t))) if abs(t - round(t)) < 1e-9 and abs(t) < 1e7 else f"{t:.3g}"
 
-    axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+
+def _legend(fig, axs, title: str | None) -> None:
+    """One legend: inside a single panel, above the panels when there are several."""
+    handles, labels = axs[0][-1].get_legend_handles_labels()
+    if not handles:
+        return
+    if len(axs[0]) == 1:
+        axs[0][0].legend(title=title, frameon=False, loc="best")
+    else:
+        fig.legend(handles, labels, title=title, frameon=False, loc="lower center", bbox_to_anchor=(0.5, 1.0),
+                   ncol=min(len(labels), 6), title_fontsize=8)
+
+
+def _plain_log_ticks(axis) -> None:
+    """Log-axis ticks written as plain numbers (0.05, 0.1, 0.2 ...): 1-2-5 steps over
+    wide ranges, finer steps over narrow ones so that there are always a few."""
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
+
+    lo, hi = axis.get_view_interval()
+    lo, hi = max(min(lo, hi), 1e-12), max(lo, hi)
+    ticks: list[float] = []
+    for mant in ((1, 2, 5), (1, 1.5, 2, 3, 5, 7), (1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8)):
+        ticks = [m * 10.0**e for e in range(int(np.floor(np.log10(lo))) - 1, int(np.ceil(np.log10(hi))) + 1) for m in mant]
+        ticks = [t for t in ticks if lo <= t <= hi]
+        if len(ticks) >= 3:
+            break
+    axis.set_major_locator(FixedLocator(ticks))
     axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
     axis.set_minor_formatter(NullFormatter())
 
@@ -265,11 +291,17 @@ def sweep_figure(points: pd.DataFrame, spec: dict, base: Path, title: str | None
             order = np.argsort(xs)
             xs, ys, ci = xs[order], ys[order], ci[order]
             # Small horizontal offsets keep overlapping error bars apart.
-            off = (k - (len(series_vals) - 1) / 2) * 0.035
-            xd = xs * (1 + off) if logx else xs + off * (np.ptp(xs_all) if np.ptp(xs_all) > 0 else 1) * (1 if cats is None else 8)
+            k0 = k - (len(series_vals) - 1) / 2
+            if cats is not None:
+                xd = xs + k0 * min(0.6 / max(len(series_vals), 1), 0.15)
+            elif logx:
+                xd = xs * (1 + 0.035 * k0)
+            else:
+                xd = xs + 0.01 * k0 * (np.ptp(xs_all) if np.ptp(xs_all) > 0 else 1)
             ax.errorbar(
-                xd, ys, yerr=np.where(np.isnan(ci), 0, ci), marker=_MARKERS[k % len(_MARKERS)], ms=4.5, lw=1.4, capsize=2.5,
-                elinewidth=0.9, color=colors[k], label=str(sv) if sv is not None else None,
+                xd, ys, yerr=np.where(np.isnan(ci), 0, ci), marker=_MARKERS[k % len(_MARKERS)], ms=4.5,
+                lw=0 if cats is not None else 1.4,  # categories are not a continuum: no connecting lines
+                capsize=2.5, elinewidth=0.9, color=colors[k], label=str(sv) if sv is not None else None,
             )
         if logx:
             ax.set_xscale("log")
@@ -280,19 +312,24 @@ def sweep_figure(points: pd.DataFrame, spec: dict, base: Path, title: str | None
             ticks = np.unique(xs_all[sub_mask]) if pv is not None else np.unique(xs_all)
             if len(ticks) <= 8:
                 ax.set_xticks(ticks)
-                ax.set_xticklabels([f"{t:.3g}" for t in ticks])
+                ax.set_xticklabels([_tick(t) for t in ticks])
                 ax.minorticks_off()
+        if y == "group_throughput_ratio":
+            ax.axhline(1.0, color="0.55", lw=0.8, ls="--", zorder=0)  # equal shares
         if spec.get("yscale") == "log":
             ax.set_yscale("log")
-            _plain_log_ticks(ax.yaxis)
         if "ylim" in spec:
             ax.set_ylim(*spec["ylim"])
         ax.set_xlabel(spec.get("xlabel", xlabel))
         if pv is not None:
             ax.set_title(f"{_PARAM_LABELS.get(panels, panels)} = {pv}")
     axs[0][0].set_ylabel(spec.get("ylabel", metric_label(y)))
+    if spec.get("yscale") == "log":
+        for ax in axs[0]:
+            ax.autoscale_view()
+            _plain_log_ticks(ax.yaxis)
     if series_vals != [None]:
-        axs[0][-1].legend(title=_PARAM_LABELS.get(series, series), frameon=False, loc="best")
+        _legend(fig, axs, _PARAM_LABELS.get(series, series))
     if title or spec.get("title"):
         fig.suptitle(spec.get("title", title), fontsize=10)
     fig.tight_layout()
@@ -331,12 +368,12 @@ def stability_figure(points: pd.DataFrame, spec: dict, base: Path, interval_s: f
         ax.set_xticklabels([f"{s:g}" for s in scales])
         ax.minorticks_off()
         ax.set_xlabel("Averaging time scale (s)")
-        ax.set_ylim(bottom=0)
         if pv is not None:
             ax.set_title(f"{_PARAM_LABELS.get(panels, panels)} = {pv}")
     axs[0][0].set_ylabel(spec.get("ylabel", "CoV of per-flow throughput"))
+    axs[0][0].set_ylim(bottom=0)  # after every panel is drawn: the axes share y
     if series_vals != [None]:
-        axs[0][-1].legend(title=_PARAM_LABELS.get(series, series), frameon=False)
+        _legend(fig, axs, _PARAM_LABELS.get(series, series))
     if title or spec.get("title"):
         fig.suptitle(spec.get("title", title), fontsize=10)
     fig.tight_layout()
@@ -400,7 +437,7 @@ def run_timeseries_figure(ts: pd.DataFrame, queue: pd.DataFrame, flows: pd.DataF
     if title:
         fig.suptitle(title + ("  (grey: warm-up, excluded from metrics)" if warmup_s > 0 else ""), fontsize=9)
     fig.tight_layout()
-    return _save(fig, base, "svg")
+    return _save(fig, base, "svg", tight=False)
 
 
 def _ecdf(ax, values: np.ndarray, color, label=None) -> None:
@@ -445,7 +482,7 @@ def run_distribution_figure(ts: pd.DataFrame, flows: pd.DataFrame, base: Path, t
     if title:
         fig.suptitle(title, fontsize=9.5)
     fig.tight_layout()
-    return _save(fig, base, "svg")
+    return _save(fig, base, "svg", tight=False)
 
 
 def sorted_unique(values: Sequence[Any]) -> list[Any]:

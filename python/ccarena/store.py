@@ -393,8 +393,9 @@ class Results:
         rows = []
         for point, g in runs.groupby("point", sort=True):
             row: dict[str, Any] = {"point": point}
+            values = json.loads(g["params"].iloc[0])
             for p in names:
-                row[p] = g[p].iloc[0] if p in g else None
+                row[p] = values.get(p)
             for m in metrics:
                 mu, ci, n = mean_ci(g[m].to_numpy(dtype=float)) if m in g else (float("nan"), float("nan"), 0)
                 row[m] = mu
@@ -425,7 +426,8 @@ def load(directory: str | Path) -> Results:
     status = er.status.astype(object).where(er.status.notna(), None)
     er["status"] = [s if s is not None else ("skipped" if sk is not None and not pd.isna(sk) else "pending") for s, sk in zip(status, er.skip_reason)]
     params = pd.DataFrame([json.loads(p) for p in er.params], index=er.index)
-    runs = pd.concat([er.drop(columns=["params"]), params], axis=1)
+    params = params.drop(columns=[c for c in params.columns if c in er.columns])
+    runs = pd.concat([er, params], axis=1)  # `params` (JSON) keeps each experiment's values with their types
     if len(metrics):
         run_level = metrics[metrics.flow.isna()].pivot_table(index="run_id", columns="name", values="value", aggfunc="first")
         runs = runs.merge(run_level, how="left", left_on="run_id", right_index=True)
