@@ -463,7 +463,9 @@ def run_distribution_figure(ts: pd.DataFrame, flows: pd.DataFrame, base: Path, t
             mx, my = float(np.mean(srtt)), float(np.mean(thr))
             xe = [[max(mx - np.percentile(srtt, 10), 0)], [max(np.percentile(srtt, 90) - mx, 0)]]
             ye = [[max(my - np.percentile(thr, 10), 0)], [max(np.percentile(thr, 90) - my, 0)]]
-            axs[2].errorbar([mx], [my], xerr=xe, yerr=ye, marker=_MARKERS[i % len(_MARKERS)], ms=6, color=colors[i], capsize=2.5, elinewidth=0.9)
+            many = len(flows) > 4  # many flows: faint bars so the points stay readable
+            axs[2].errorbar([mx], [my], xerr=xe, yerr=ye, marker=_MARKERS[i % len(_MARKERS)], ms=6, color=colors[i],
+                            capsize=0 if many else 2.5, elinewidth=0.6 if many else 0.9, alpha=1.0, ecolor=(*colors[i][:3], 0.35 if many else 1.0))
     axs[0].set_xlabel("Throughput per sample (Mbps)")
     axs[0].set_ylabel("eCDF")
     axs[1].set_xlabel("sRTT (ms)")
@@ -478,10 +480,16 @@ def run_distribution_figure(ts: pd.DataFrame, flows: pd.DataFrame, base: Path, t
     axs[2].set_ylim(bottom=0)
     for ax in axs[:2]:
         ax.set_ylim(0, 1.02)
-    axs[0].legend(frameon=False, fontsize=7, loc="lower right")
+    if len(flows) <= 3:
+        axs[0].legend(frameon=False, fontsize=7, loc="lower right")
     if title:
         fig.suptitle(title, fontsize=9.5)
     fig.tight_layout()
+    if len(flows) > 3:
+        handles, labels = axs[0].get_legend_handles_labels()
+        rows = -(-len(labels) // 5)
+        fig.subplots_adjust(bottom=0.17 + 0.06 * rows)
+        fig.legend(handles, labels, loc="lower center", ncol=min(len(labels), 5), frameon=False, fontsize=7)
     return _save(fig, base, "svg", tight=False)
 
 
