@@ -73,6 +73,7 @@ _PARAM_LABELS = {
     "buffer": "Buffer",
     "loss": "Loss probability",
     "count": "Flows",
+    "k": "Flows (K)",
     "duration": "Duration",
 }
 _MARKERS = ["o", "s", "^", "D", "v", "P", "X", "<", ">", "*"]

@@ -13,6 +13,7 @@ inline script that flags images that failed to load).
 
 from __future__ import annotations
 
+import hashlib
 import html
 import json
 import math
@@ -224,7 +225,7 @@ def _experiment_page(res: Results, exp, out_dir: Path, per_run: str, say) -> Pat
                     + ". They run automatically once the engine has them (rerun the same command).</div>")
     failed = runs[runs.status == "error"]
     if len(failed):
-        items = "".join(f"<li><code>{html.escape(r.run_id)}</code> {html.escape(str({a['name']: r.get(a['name']) for a in axes}))}: {html.escape(str(r.error))}</li>" for _, r in failed.head(20).iterrows())
+        items = "".join(f"<li><code>{html.escape(r.run_id)}</code> {html.escape(str({a['name']: json.loads(r.params).get(a['name']) for a in axes}))}: {html.escape(str(r.error))}</li>" for _, r in failed.head(20).iterrows())
         body.append(f"<div class=err><b>{len(failed)} runs failed</b> (rerun the sweep to retry them):<ul>{items}</ul></div>")
 
     # ---- experiment figures
@@ -273,7 +274,8 @@ def _experiment_page(res: Results, exp, out_dir: Path, per_run: str, say) -> Pat
         body.append(f"<h2>Runs</h2><p class=muted>Time series and distributions of {'every run' if per_run == 'all' else 'the first repetition of each grid point'}. "
                     "Per-flow tables of all runs are in the database (<code>ccarena.load(DIR).flows</code>).</p>")
         for _, r in chosen.iterrows():
-            params = ", ".join(f"{a['name']} = {r.get(a['name'])}" for a in axes) or "single run"
+            values = json.loads(r.params)
+            params = ", ".join(f"{a['name']} = {values.get(a['name'])}" for a in axes) or "single run"
             label = f"{params}, seed {r.seed}"
             say(f"  run {r.run_id} ({label})")
             try:
@@ -284,14 +286,16 @@ def _experiment_page(res: Results, exp, out_dir: Path, per_run: str, say) -> Pat
             engine = json.loads(r.engine_config) if isinstance(r.engine_config, str) else {}
             warm = engine.get("run", {}).get("warmup", 0) / 1e9
             rd = d / "runs"
-            # A run never changes (its id is its content), so its figures are drawn once.
-            f1 = [rd / f"{r.run_id}-timeseries.{e}" for e in ("png", "svg")]
+            # A run never changes (its id is its content), so its figures are drawn once
+            # (per title: the same run may be labelled differently by another sweep).
+            tag = f"{r.run_id}-{hashlib.sha256(label.encode()).hexdigest()[:6]}"
+            f1 = [rd / f"{tag}-timeseries.{e}" for e in ("png", "svg")]
             if not all(p.exists() for p in f1):
-                f1 = run_timeseries_figure(ts, q, fl, rd / f"{r.run_id}-timeseries", title=label, warmup_s=warm, buffer_packets=_buffer_packets(engine))
-            f2 = [rd / f"{r.run_id}-distributions.{e}" for e in ("png", "svg")]
+                f1 = run_timeseries_figure(ts, q, fl, rd / f"{tag}-timeseries", title=label, warmup_s=warm, buffer_packets=_buffer_packets(engine))
+            f2 = [rd / f"{tag}-distributions.{e}" for e in ("png", "svg")]
             if not all(p.exists() for p in f2):
                 rate = engine.get("network", {}).get("bottleneck_rate")
-                f2 = run_distribution_figure(ts, fl, rd / f"{r.run_id}-distributions", title=label,
+                f2 = run_distribution_figure(ts, fl, rd / f"{tag}-distributions", title=label,
                                              capacity_mbps=rate * 1448 / 1500 / 1e6 if rate else None)
             ftab = "".join(
                 f"<tr><td>{i}</td><td class=l>{html.escape(str(f.label))}</td><td>{f.rtt_ms:g}</td><td>{f.start_s:.3g}</td><td>{f.throughput_mbps:.2f}</td>"

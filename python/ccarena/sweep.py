@@ -232,7 +232,11 @@ def parse_sweep(doc: dict) -> Sweep | None:
             raise ScenarioError(f"{where}.name", f"axis {name!r} is defined twice")
         names.add(name)
         values = [tuple(col[k] for col in columns) for k in range(n)]
-        axes.append(Axis(name, fields, values, list(labels) if labels is not None else [_label(v) for v in values], zipped=True))
+        if labels is None:
+            # Default labels: the first field's values when they tell the steps apart, else all values joined.
+            first = [json.dumps(v[0], sort_keys=True) for v in values]
+            labels = [v[0] for v in values] if len(set(first)) == n and not any(isinstance(v[0], (list, dict)) for v in values) else [_label(v) for v in values]
+        axes.append(Axis(name, fields, values, list(labels), zipped=True))
 
     seen: dict[str, str] = {}
     for a in axes:
