@@ -26,7 +26,9 @@ def test_reproduce(tmp_path, name, y):
     res = ccarena.load(tmp_path / "res")
     eid = f"{name}@quick"
     runs = res.runs[res.runs.experiment_id == eid]
-    reps = 5 if FULL else 2
+    from ccarena.presets import preset_doc
+
+    reps = preset_doc(name)["sweep"]["quick"]["repetitions"] if FULL else 2
     assert len(runs) == 20 * reps
     ok = runs[runs.status == "ok"]
     assert set(ok.cca) >= {"cubic", "reno"}
