@@ -287,10 +287,18 @@ def sweep_figure(points: pd.DataFrame, spec: dict, base: Path, title: str | None
             if not m.any():
                 continue
             xs = xs_all[m]
-            ys = points[y].to_numpy(dtype=float)[m]
-            ci = points.get(f"{y}_ci95", pd.Series(np.nan, index=points.index)).to_numpy(dtype=float)[m]
+            nan = pd.Series(np.nan, index=points.index)
+            if spec.get("yscale") == "log" and f"{y}_gmean" in points:
+                # Ratios on a log axis: geometric mean, and the 95 % CI computed on the logs (asymmetric bars).
+                ys = points[f"{y}_gmean"].to_numpy(dtype=float)[m]
+                lci = points.get(f"{y}_log_ci95", nan).to_numpy(dtype=float)[m]
+                err = np.vstack([ys - ys / np.exp(lci), ys * np.exp(lci) - ys])
+            else:
+                ys = points[y].to_numpy(dtype=float)[m]
+                ci = points.get(f"{y}_ci95", nan).to_numpy(dtype=float)[m]
+                err = np.vstack([ci, ci])
             order = np.argsort(xs)
-            xs, ys, ci = xs[order], ys[order], ci[order]
+            xs, ys, err = xs[order], ys[order], err[:, order]
             # Small horizontal offsets keep overlapping error bars apart.
             k0 = k - (len(series_vals) - 1) / 2
             if cats is not None:
@@ -300,7 +308,7 @@ def sweep_figure(points: pd.DataFrame, spec: dict, base: Path, title: str | None
             else:
                 xd = xs + 0.01 * k0 * (np.ptp(xs_all) if np.ptp(xs_all) > 0 else 1)
             ax.errorbar(
-                xd, ys, yerr=np.where(np.isnan(ci), 0, ci), marker=_MARKERS[k % len(_MARKERS)], ms=4.5,
+                xd, ys, yerr=np.where(np.isnan(err), 0, err), marker=_MARKERS[k % len(_MARKERS)], ms=4.5,
                 lw=0 if cats is not None else 1.4,  # categories are not a continuum: no connecting lines
                 capsize=2.5, elinewidth=0.9, color=colors[k], label=str(sv) if sv is not None else None,
             )

@@ -243,7 +243,7 @@ def _experiment_page(res: Results, exp, out_dir: Path, per_run: str, say) -> Pat
             except KeyError as e:
                 body.append(f"<p class=err>figure {html.escape(name)}: no column {html.escape(str(e))} in the results</p>")
                 continue
-            cap = spec.get("caption") or _default_caption(spec, points)
+            cap = (spec["caption"].rstrip(".") + "; " + _stat_note(spec, points)) if spec.get("caption") else _default_caption(spec, points)
             body.append(_figure_html(files, d, cap, "half"))
 
     # ---- metrics table
@@ -315,6 +315,15 @@ def _experiment_page(res: Results, exp, out_dir: Path, per_run: str, say) -> Pat
     return page
 
 
+def _stat_note(spec: dict, points: pd.DataFrame) -> str:
+    n = int(points.n.max()) if "n" in points and len(points) else 0
+    if n <= 1:
+        return "one repetition."
+    if spec.get("yscale") == "log" and spec.get("kind", "sweep") == "sweep":
+        return f"geometric mean of {n} repetitions, bars: 95 % confidence interval of the logarithm."
+    return f"mean of {n} repetitions, bars: 95 % confidence interval."
+
+
 def _default_caption(spec: dict, points: pd.DataFrame) -> str:
     y = metric_label(spec.get("y", "cov_throughput_l7")) if spec.get("kind", "sweep") == "sweep" else "CoV of per-flow throughput against the averaging time scale"
     x = spec.get("x", "")
@@ -324,5 +333,8 @@ def _default_caption(spec: dict, points: pd.DataFrame) -> str:
     if spec.get("panels"):
         parts.append(f"one panel per {spec['panels']}")
     n = int(points.n.max()) if "n" in points and len(points) else 0
-    parts.append(f"mean of {n} repetitions, bars: 95 % confidence interval" if n > 1 else "one repetition")
+    if spec.get("yscale") == "log":
+        parts.append(f"geometric mean of {n} repetitions, bars: 95 % confidence interval of the logarithm" if n > 1 else "one repetition")
+    else:
+        parts.append(f"mean of {n} repetitions, bars: 95 % confidence interval" if n > 1 else "one repetition")
     return "; ".join(parts) + "."

@@ -26,6 +26,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Iterable
 
+import numpy as np
 import pandas as pd
 
 from . import __version__
@@ -397,9 +398,15 @@ class Results:
             for p in names:
                 row[p] = values.get(p)
             for m in metrics:
-                mu, ci, n = mean_ci(g[m].to_numpy(dtype=float)) if m in g else (float("nan"), float("nan"), 0)
+                vals = g[m].to_numpy(dtype=float) if m in g else np.array([])
+                mu, ci, n = mean_ci(vals)
                 row[m] = mu
                 row[f"{m}_ci95"] = ci
+                # On the log scale (for ratios drawn on log axes): geometric mean and the CI of the logs.
+                pos = vals[~np.isnan(vals)]
+                if len(pos) and (pos > 0).all():
+                    lmu, lci, _ = mean_ci(np.log(pos))
+                    row[f"{m}_gmean"], row[f"{m}_log_ci95"] = float(np.exp(lmu)), lci
             row["n"] = len(g)
             rows.append(row)
         return pd.DataFrame(rows)
