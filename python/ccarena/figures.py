@@ -22,7 +22,6 @@ Which experiment figures a scenario gets is set by its ``[[figures]]`` tables
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -500,11 +499,3 @@ def run_distribution_figure(ts: pd.DataFrame, flows: pd.DataFrame, base: Path, t
         fig.subplots_adjust(bottom=0.17 + 0.06 * rows)
         fig.legend(handles, labels, loc="lower center", ncol=min(len(labels), 5), frameon=False, fontsize=7)
     return _save(fig, base, "svg", tight=False)
-
-
-def sorted_unique(values: Sequence[Any]) -> list[Any]:
-    return list(dict.fromkeys(values))
-
-
-def finite(x: float) -> bool:
-    return x is not None and not (isinstance(x, float) and math.isnan(x))
