@@ -23,7 +23,7 @@ Which experiment figures a scenario gets is set by its ``[[figures]]`` tables
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
