@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from pathlib import Path
 from typing import List, Optional
 
@@ -207,7 +208,8 @@ def _run_sweep_cli(scenario: str, results_dir: Path, jobs, dask, sets, quick: bo
     _warn_requirements(doc)
     executor = _make_executor(jobs, dask)
     show = sys.stderr.isatty() and not quiet
-    state = {"task": None, "runs": 0, "done": 0}
+    log_lines = not sys.stderr.isatty() and not quiet  # e.g. under nohup or CI: a line per 10 % of the runs
+    state = {"task": None, "runs": 0, "done": 0, "t0": time.monotonic(), "logged": 0}
     with _sweep_progress(show) as bar:
 
         def on_event(kind: str, info: dict) -> None:
@@ -225,6 +227,14 @@ def _run_sweep_cli(scenario: str, results_dir: Path, jobs, dask, sets, quick: bo
                 if "done" in info:
                     state["done"] = info["done"]
                     fields["runs"] = f"{info['done']}/{state['runs']} runs"
+                    step = max(state["runs"] // 10, 1)
+                    if log_lines and (info["done"] - state["logged"] >= step or info["done"] == state["runs"]):
+                        state["logged"] = info["done"]
+                        el = time.monotonic() - state["t0"]
+                        frac = info["simulated_s"] / info["total_s"] if info["total_s"] else 1.0
+                        eta = el * (1 - frac) / frac if frac > 0 else float("nan")
+                        err.print(f"{info['done']}/{state['runs']} runs, {info['simulated_s']:.0f}/{info['total_s']:.0f} s simulated, "
+                                  f"{el:.0f} s elapsed, ETA {eta:.0f} s", highlight=False)
                 bar.update(state["task"], completed=info["simulated_s"], **fields)
             elif kind == "run" and not info["ok"]:
                 err.print(f"[red]run failed[/red] {info['run_id']} {info['params']}: {info['error']}", highlight=False, soft_wrap=True)
