@@ -215,6 +215,9 @@ def _experiment_page(res: Results, exp, out_dir: Path, per_run: str, say) -> Pat
         body.append(f"<div class=warn><b>Runs without:</b> {html.escape(', '.join(req))} (not in the engine yet). {html.escape(exp.notes or '')}</div>")
     elif exp.notes:
         body.append(f"<div class=warn>{html.escape(exp.notes)}</div>")
+    if exp.variant == "quick":
+        body.append("<div class=warn><b>Quick mode:</b> shorter runs and fewer repetitions than the full set-up, so the "
+                    f"confidence intervals are wider. The full set-up: <code>ccarena reproduce {html.escape(exp['name'])} --full</code>.</div>")
     counts = runs.status.value_counts().to_dict()
     body.append("<p>" + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())) + f" of {len(runs)} runs"
                 + (f"; {len(points)} grid points" if len(points) else "") + ".</p>")
