@@ -23,7 +23,7 @@ name = "tiny"
 description = "a tiny sweep for tests"
 source = "tests"
 [network]
-bottleneck_rate = "20Mbps"
+bottleneck_rate = "{rate}"
 buffer = "40p"
 [[flows]]
 cca = "cubic"
@@ -41,9 +41,9 @@ rtt = ["10ms", "30ms"]
 """
 
 
-def write(tmp_path, duration="3s", reps=2):
+def write(tmp_path, duration="3s", reps=2, rate="20Mbps"):
     p = tmp_path / "tiny.toml"
-    p.write_text(SWEEP.format(duration=duration, reps=reps))
+    p.write_text(SWEEP.format(duration=duration, reps=reps, rate=rate))
     return p
 
 
@@ -123,10 +123,10 @@ def _wait_for_runs(out, n, proc, timeout=120):
 
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT])
 def test_interrupted_sweep_leaves_a_valid_database_and_resumes(tmp_path, sig):
-    f = write(tmp_path, duration="6s", reps=6)  # 24 runs to compute
+    f = write(tmp_path, duration="20s", reps=6, rate="200Mbps")  # 24 runs, long enough to interrupt
     out = tmp_path / "res"
     proc = _start_sweep(f, out)
-    _wait_for_runs(out, 4, proc)
+    _wait_for_runs(out, 3, proc)
     if sig == signal.SIGKILL:
         # While it runs, the results can be read (the sweep lets go of the database between runs).
         assert (ccarena.load(out).runs.status == "ok").sum() >= 1
@@ -187,7 +187,7 @@ def test_results_command_and_recompute(tmp_path):
 
 def test_sweep_bad_input_is_one_line_exit_2(tmp_path):
     f = tmp_path / "bad.toml"
-    f.write_text(SWEEP.format(duration="3s", reps=1).replace('rtt = ["10ms", "30ms"]', 'rtt = ["10ms", "30"]'))
+    f.write_text(SWEEP.format(duration="3s", reps=1, rate="20Mbps").replace('rtt = ["10ms", "30ms"]', 'rtt = ["10ms", "30"]'))
     p = cli("sweep", str(f), "--out", str(tmp_path / "r"))
     assert p.returncode == 2 and "sweep.rtt[1]: '30' has no unit" in p.stderr
     assert "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1
