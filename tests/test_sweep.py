@@ -100,3 +100,16 @@ def test_start_jitter_differs_by_seed_and_is_reproducible():
     s1 = [f["start"] for f in specs[1].engine["flows"]]
     assert s0 != s1 and all(0 <= s < 100_000_000 for s in s0 + s1)
     assert s0 == [f["start"] for f in expand(doc({"repetitions": 2}) | {"run": d["run"]})[0].engine["flows"]]
+
+
+def test_identical_repetitions_are_detected():
+    from ccarena.sweep import repetitions_identical
+
+    assert repetitions_identical(expand(doc({"repetitions": 2})))
+    with_jitter = doc({"repetitions": 2})
+    with_jitter["run"]["start_jitter"] = "10ms"
+    assert not repetitions_identical(expand(with_jitter))
+    lossy = doc({"repetitions": 2})
+    lossy["network"]["loss"] = 0.001
+    assert not repetitions_identical(expand(lossy))
+    assert not repetitions_identical(expand(doc({"repetitions": 1})))

@@ -206,6 +206,11 @@ def _run_sweep_cli(scenario: str, results_dir: Path, jobs, dask, sets, quick: bo
     doc, specs = prepare(scenario, overrides, quick, repetitions)
     validate_figure_specs(doc.get("figures"))
     _warn_requirements(doc)
+    from .sweep import repetitions_identical
+
+    if repetitions_identical(specs):
+        err.print("[yellow]warning:[/yellow] the repetitions will be identical runs (nothing in the scenario is random); "
+                  "set run.start_jitter (e.g. \"100ms\") or random loss to vary them", highlight=False)
     executor = _make_executor(jobs, dask)
     show = sys.stderr.isatty() and not quiet
     log_lines = not sys.stderr.isatty() and not quiet  # e.g. under nohup or CI: a line per 10 % of the runs

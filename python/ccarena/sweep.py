@@ -409,3 +409,20 @@ def unit_of(value: Any) -> str:
         except UnitError:
             pass
     return ""
+
+
+def repetitions_identical(specs: list[RunSpec]) -> bool:
+    """True when the repetitions of a sweep will be identical runs: the engine
+    is deterministic and its seed only drives random loss, so without random
+    loss or run.start_jitter every seed gives the same result."""
+    first = [s for s in specs if s.point == 0 and s.engine is not None]
+    if len(first) < 2:
+        return False
+    a, b = copy.deepcopy(first[0].engine), copy.deepcopy(first[1].engine)
+    for e in (a, b):
+        e["run"]["seed"] = 0
+    if a != b:
+        return False  # something (start jitter) already differs
+    loss = a["network"].get("loss", {})
+    random_loss = (loss.get("model") == "bernoulli" and loss.get("p", 0) > 0) or loss.get("model") == "gilbert_elliott"
+    return not random_loss
