@@ -1,4 +1,5 @@
-# Two entry points (see README): `make demo` runs the main job, `make test` runs
+# Two entry points (see README): `make demo` runs the main job (reproduces the
+# CUBIC paper's Fig. 8 in quick mode, with figures and a report), `make test` runs
 # every test. Both set up what they need first: a virtualenv in .venv with the
 # Python dependencies and the Rust engine built in release mode.
 
@@ -46,11 +47,11 @@ $(VENV)/.deps: pyproject.toml
 	@command -v cargo >/dev/null || { echo "cargo not found: install a Rust toolchain (rustup) first"; exit 2; }
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet "maturin>=1.5,<2" numpy "pandas>=2" "pyarrow>=14" "typer>=0.12" "rich>=13" "pytest>=8" "pytest-timeout>=2"
+	$(BIN)/pip install --quiet "maturin>=1.5,<2" numpy "pandas>=2" "pyarrow>=14" "typer>=0.12" "rich>=13" "duckdb>=1.0" "matplotlib>=3.7" "dask[distributed]>=2024.1" "pytest>=8" "pytest-timeout>=2"
 	@touch $@
 
 demo: setup
-	$(BIN)/ccarena run quickstart
+	$(BIN)/ccarena reproduce cubic-fig8-intra-fairness
 
 test: setup test-rust test-python
 

@@ -8,6 +8,10 @@ them, and turns records into tables. Start with ``ccarena.run``:
     >>> result.flows            # per-flow DataFrame
     >>> result.timeseries       # cwnd, sRTT, throughput ... over time
     >>> result.summary          # utilisation, Jain's index, throughput ratio
+
+Sweeps (``ccarena sweep FILE``) store their runs in a results directory;
+``ccarena.load(DIR)`` returns its experiments, runs, flows and metrics as
+DataFrames.
 """
 
 from importlib.metadata import PackageNotFoundError, version as _pkg_version
@@ -17,9 +21,36 @@ try:
 except PackageNotFoundError:  # running from a source tree
     __version__ = "0.0.0+local"
 
-from .api import run  # noqa: E402
-from .cca import CongestionControl, load_cca_file, register_cca, registered_ccas  # noqa: E402
-from .result import RunResult, load_result  # noqa: E402
-from .scenario import Scenario, ScenarioError, cca_catalogue, load_scenario  # noqa: E402
+# The public names are imported on first use, so that light users (the sweep
+# workers, which only need the engine) do not pay for pandas and DuckDB.
+_LAZY = {
+    "run": ".api",
+    "RunResult": ".result",
+    "load_result": ".result",
+    "load": ".store",
+    "Results": ".store",
+    "Scenario": ".scenario",
+    "ScenarioError": ".scenario",
+    "load_scenario": ".scenario",
+    "cca_catalogue": ".scenario",
+    "CongestionControl": ".cca",
+    "register_cca": ".cca",
+    "registered_ccas": ".cca",
+    "load_cca_file": ".cca",
+}
 
-__all__ = ["run", "CongestionControl", "register_cca", "registered_ccas", "load_cca_file", "RunResult", "load_result", "Scenario", "ScenarioError", "load_scenario", "cca_catalogue", "__version__"]
+__all__ = [*_LAZY, "__version__"]
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'ccarena' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))

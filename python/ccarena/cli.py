@@ -8,18 +8,22 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from pathlib import Path
 from typing import List, Optional
 
 import typer
 from rich import box
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
 from . import __version__
+from .executors import ExecutorError
 from .linux.host import LinuxBackendUnavailable
 from .scenario import BACKENDS, ScenarioError, cca_catalogue, load_scenario, parse_override
+from .store import StoreError
 
 app = typer.Typer(
     add_completion=False,
@@ -32,7 +36,7 @@ app.add_typer(list_app, name="list")
 
 # Tables stay readable when the output is piped (no terminal width to follow).
 out = Console() if sys.stdout.isatty() else Console(width=140)
-err = Console(stderr=True)
+err = Console(stderr=True, soft_wrap=True)
 
 
 class UsageError(Exception):
@@ -80,6 +84,9 @@ def run(
         raise UsageError(f"--backend: unknown backend {backend!r}; allowed: {', '.join(BACKENDS)}")
     sc = load_scenario(scenario, backend=backend)
     sc = sc.with_overrides(_overrides(sets))
+    _warn_requirements(sc.doc)
+    if sc.doc.get("sweep") and not as_json:
+        err.print(f"note: {sc.name} has a [sweep]; this runs its base scenario once (`ccarena sweep {scenario}` runs the whole sweep)", highlight=False)
     show = sys.stderr.isatty() and not as_json
     with _progress_bar(show, "s run" if backend == "linux" else "s simulated") as bar:
         task = bar.add_task(sc.name, total=sc.engine["run"]["duration"] / 1e9)
@@ -175,6 +182,279 @@ def bench(
     out.print(f"[dim]{r['machine']}, ccarena {r['version']}[/dim]")
 
 
+def _sweep_progress(enabled: bool):
+    return Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        TextColumn("{task.fields[runs]}"),
+        TextColumn("{task.completed:.0f}/{task.total:.0f} s simulated"),
+        TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+        console=err,
+        disable=not enabled,
+        transient=False,
+    )
+
+
+def _make_executor(jobs: Optional[int], dask: Optional[str]):
+    from .executors import DaskExecutor, LocalExecutor
+
+    if jobs is not None and jobs < 1:
+        raise UsageError(f"--jobs: must be at least 1, got {jobs}")
+    if dask:
+        return DaskExecutor(dask, jobs=jobs)
+    return LocalExecutor(jobs)
+
+
+def _warn_requirements(doc: dict) -> None:
+    from .runner import missing_features
+
+    missing = missing_features(doc)
+    if missing:
+        name = doc.get("name", "scenario")
+        err.print(f"[yellow]warning:[/yellow] {name} runs without {', '.join(missing)} (not in the engine yet; see its notes)", highlight=False, soft_wrap=True)
+
+
+def _run_sweep_cli(scenario: str, results_dir: Path, jobs, dask, sets, quick: bool, repetitions, name, retry_failed: bool, quiet: bool):
+    """Shared by `sweep` and `reproduce`: runs the sweep with a progress bar; returns the outcome."""
+    from .runner import prepare, run_sweep
+    from .figures import validate_figure_specs
+
+    from .runner import _load_doc
+    from .sweep import parse_sweep
+
+    overrides = _overrides(sets)
+    sw = parse_sweep(_load_doc(scenario))
+    quick = quick and sw is not None and bool(sw.quick)  # without [sweep.quick] settings, quick mode is the full sweep
+    doc, specs = prepare(scenario, overrides, quick, repetitions)
+    validate_figure_specs(doc.get("figures"))
+    _warn_requirements(doc)
+    from .sweep import repetitions_identical
+
+    if repetitions_identical(specs):
+        err.print("[yellow]warning:[/yellow] the repetitions will be identical runs (nothing in the scenario is random); "
+                  "set run.start_jitter (e.g. \"100ms\") or random loss to vary them", highlight=False)
+    executor = _make_executor(jobs, dask)
+    show = sys.stderr.isatty() and not quiet
+    log_lines = not sys.stderr.isatty() and not quiet  # e.g. under nohup or CI: a line per 10 % of the runs
+    state = {"task": None, "runs": 0, "done": 0, "t0": time.monotonic(), "logged": 0}
+    with _sweep_progress(show) as bar:
+
+        def on_event(kind: str, info: dict) -> None:
+            if kind == "start":
+                if info["skipped"]:
+                    reasons = "; ".join(f"{k} ({v} runs)" for k, v in info["skip_reasons"].items())
+                    err.print(f"[yellow]warning:[/yellow] skipping {info['skipped']} runs: {reasons}", highlight=False, soft_wrap=True)
+                if not quiet:
+                    err.print(f"{info['experiment']}: {info['runs']} runs to compute, {info['cached']} already stored "
+                              f"({info['simulated_s']:.0f} s simulated on {info['executor']})", highlight=False)
+                state["runs"] = info["runs"]
+                state["task"] = bar.add_task(info["experiment"], total=max(info["simulated_s"], 1e-9), runs=f"0/{info['runs']} runs")
+            elif kind == "progress" and state["task"] is not None:
+                fields = {}
+                if "done" in info:
+                    state["done"] = info["done"]
+                    fields["runs"] = f"{info['done']}/{state['runs']} runs"
+                    step = max(state["runs"] // 10, 1)
+                    if log_lines and (info["done"] - state["logged"] >= step or info["done"] == state["runs"]):
+                        state["logged"] = info["done"]
+                        el = time.monotonic() - state["t0"]
+                        frac = info["simulated_s"] / info["total_s"] if info["total_s"] else 1.0
+                        eta = el * (1 - frac) / frac if frac > 0 else float("nan")
+                        err.print(f"{info['done']}/{state['runs']} runs, {info['simulated_s']:.0f}/{info['total_s']:.0f} s simulated, "
+                                  f"{el:.0f} s elapsed, ETA {eta:.0f} s", highlight=False)
+                bar.update(state["task"], completed=info["simulated_s"], **fields)
+            elif kind == "run" and not info["ok"]:
+                err.print(f"[red]run failed[/red] {info['run_id']} {info['params']}: {info['error']}", highlight=False, soft_wrap=True)
+
+        try:
+            outcome = run_sweep(doc, results_dir, overrides=None, quick=False, repetitions=None, executor=executor, name=name,
+                                variant="quick" if quick else "", retry_failed=retry_failed, on_event=on_event)
+        except KeyboardInterrupt:
+            err.print(f"interrupted: finished runs are stored in {results_dir}; run the same command again to resume", highlight=False)
+            raise
+    return doc, outcome
+
+
+def _points_table(res, experiment_id: str, title: str) -> Table:
+    from .figures import short_label
+    from .report import key_metrics
+
+    runs = res.runs[res.runs.experiment_id == experiment_id]
+    ok = runs[runs.status == "ok"]
+    flows = res.flows[res.flows.run_id.isin(ok.run_id)]
+    n_flows = int(flows.groupby("run_id").size().max()) if len(flows) else 0
+    n_groups = int(flows.groupby("run_id")["group"].nunique().max()) if len(flows) else 0
+    names = res.param_names(experiment_id)
+    km = key_metrics(n_flows, n_groups)
+    t = Table(title=title, title_justify="left", box=box.SIMPLE_HEAVY,
+              caption="mean ± half-width of the 95 % confidence interval over repetitions", caption_justify="left")
+    pts = res.points(experiment_id, km) if len(ok) else None
+    for n in names:
+        width = max([len(n)] + ([len(str(v)) for v in pts[n]] if pts is not None and n in pts else []))
+        t.add_column(n, no_wrap=True, min_width=min(width, 24))
+    t.add_column("n", justify="right", no_wrap=True)
+    for m in km:
+        t.add_column(short_label(m), justify="right")
+    if pts is not None:
+        for _, p in pts.iterrows():
+            cells = [str(p[n]) for n in names] + [str(int(p.n))]
+            for m in km:
+                cells.append(_pm(p[m], p[f"{m}_ci95"], 1 if m.startswith("total_") else None))
+            t.add_row(*cells)
+    return t
+
+
+
+
+def _pm(mu: float, ci: float, decimals: int | None = None) -> str:
+    """'0.774 ± 0.061': mean and CI half-width with the same number of decimals."""
+    if mu != mu:
+        return "-"
+    a = abs(mu)
+    d = decimals if decimals is not None else 0 if a >= 100 else 1 if a >= 10 else 3
+    text = f"{mu:,.{d}f}"
+    return text + (f" ±{ci:,.{d}f}" if ci == ci else "")
+
+
+def _status_line(res, experiment_id: str) -> str:
+    runs = res.runs[res.runs.experiment_id == experiment_id]
+    c = runs.status.value_counts().to_dict()
+    return f"{len(runs)} runs: " + ", ".join(f"{c.get(k, 0)} {k}" for k in ("ok", "error", "skipped", "pending") if c.get(k, 0))
+
+
+@app.command()
+def sweep(
+    scenario: str = typer.Argument(..., help="Scenario file with a [sweep] table, or a preset name."),
+    results_dir: Path = typer.Option(Path("results"), "--out", "-o", help="Results directory (database + Parquet)."),
+    jobs: Optional[int] = typer.Option(None, "--jobs", "-j", help="Worker processes (default: all cores)."),
+    dask: Optional[str] = typer.Option(None, "--dask", help="Run on a dask.distributed cluster: scheduler address (tcp://host:8786) or 'local'."),
+    sets: Optional[List[str]] = typer.Option(None, "--set", help="Override a field before expanding the sweep (repeatable)."),
+    quick: bool = typer.Option(False, "--quick", help="Apply the scenario's [sweep.quick] settings (shorter runs, fewer repetitions)."),
+    repetitions: Optional[int] = typer.Option(None, "--repetitions", "-r", help="Override the number of repetitions."),
+    name: Optional[str] = typer.Option(None, "--name", help="Experiment name in the results (default: the scenario's name)."),
+    keep_failed: bool = typer.Option(False, "--keep-failed", help="Do not retry runs that failed before."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object with the counts instead of tables."),
+) -> None:
+    """Run a scenario's sweep (grid x repetitions) into a results directory; resumable."""
+    from .store import load
+
+    doc, outcome = _run_sweep_cli(scenario, results_dir, jobs, dask, sets, quick, repetitions, name, not keep_failed, as_json)
+    if as_json:
+        print(json.dumps(outcome.to_dict()))
+    else:
+        res = load(results_dir)
+        out.print(_points_table(res, outcome.experiment_id, f"{outcome.experiment_id}: {_status_line(res, outcome.experiment_id)}"))
+        out.print(f"{outcome.computed} runs computed, {outcome.cached} already stored, {outcome.failed} failed, "
+                          f"{outcome.skipped} skipped in {outcome.wall_s:.1f} s; results in [bold]{results_dir}[/bold]  (next: ccarena report {results_dir})")
+    if outcome.failed:
+        raise typer.Exit(1)
+
+
+@app.command()
+def results(
+    directory: Path = typer.Argument(Path("results"), help="Results directory."),
+    experiment: Optional[str] = typer.Option(None, "--experiment", "-e", help="Only this experiment."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON (experiments, run counts, per-point metrics)."),
+    recompute: bool = typer.Option(False, "--recompute", help="Recompute every metric from the stored raw records first."),
+) -> None:
+    """Summarise a results directory: experiments, runs, metrics per grid point."""
+    from .store import Store, load
+
+    if not directory.exists():
+        raise UsageError(f"{directory}: no such results directory")
+    if recompute:
+        with Store(directory) as st:
+            n = st.recompute_metrics()
+        err.print(f"recomputed the metrics of {n} runs from their records")
+    res = load(directory)
+    exps = res.experiments
+    if experiment:
+        exps = exps[(exps.experiment_id == experiment) | (exps.name == experiment)]
+        if not len(exps):
+            raise UsageError(f"--experiment: no experiment {experiment!r} in {directory}; present: {', '.join(res.experiments.experiment_id) or 'none'}")
+    if as_json:
+        doc = []
+        for _, e in exps.iterrows():
+            runs = res.runs[res.runs.experiment_id == e.experiment_id]
+            pts = res.points(e.experiment_id) if (runs.status == "ok").any() else None
+            doc.append({
+                "experiment": e.experiment_id, "name": e["name"], "variant": e.variant, "description": e.description,
+                "runs": {k: int(v) for k, v in runs.status.value_counts().items()},
+                "points": json.loads(pts.to_json(orient="records")) if pts is not None else [],
+            })
+        print(json.dumps({"directory": str(directory), "experiments": doc}))
+        return
+    if not len(exps):
+        out.print(f"{directory}: no experiments yet")
+        return
+    for _, e in exps.iterrows():
+        out.print(_points_table(res, e.experiment_id, f"{e.experiment_id}: {_status_line(res, e.experiment_id)}"))
+        failed = res.runs[(res.runs.experiment_id == e.experiment_id) & (res.runs.status == "error")]
+        for _, r in failed.head(5).iterrows():
+            out.print(f"  [red]failed[/red] {r.run_id}: {r.error}", highlight=False)
+
+
+@app.command()
+def report(
+    directory: Path = typer.Argument(Path("results"), help="Results directory."),
+    out_dir: Optional[Path] = typer.Option(None, "--out", "-o", help="Where to write the report (default DIR/report)."),
+    per_run: str = typer.Option("first", "--per-run", help="Run figures for: first (first repetition of each point), all, none."),
+    experiment: Optional[List[str]] = typer.Option(None, "--experiment", "-e", help="Only these experiments (repeatable)."),
+) -> None:
+    """Write a static HTML report (figures, metrics tables, scenarios) of a results directory."""
+    from .report import write_report
+
+    if per_run not in ("first", "all", "none"):
+        raise UsageError(f"--per-run: unknown value {per_run!r}; allowed: first, all, none")
+    if not directory.exists():
+        raise UsageError(f"{directory}: no such results directory")
+    index = write_report(directory, out_dir, per_run=per_run, experiments=experiment,
+                         progress=(lambda m: err.print(f"[dim]{m}[/dim]", highlight=False)) if sys.stderr.isatty() else None)
+    out.print(f"report: [bold]{index}[/bold]")
+
+
+@app.command()
+def reproduce(
+    preset: str = typer.Argument(..., help="Experiment to reproduce, e.g. cubic-fig8-intra-fairness (see `ccarena list experiments`)."),
+    full: bool = typer.Option(False, "--full", help="The paper's full set-up (e.g. 600 s x 5 repetitions) instead of the quick mode."),
+    results_dir: Path = typer.Option(Path("results"), "--out", "-o", help="Results directory."),
+    jobs: Optional[int] = typer.Option(None, "--jobs", "-j", help="Worker processes (default: all cores)."),
+    dask: Optional[str] = typer.Option(None, "--dask", help="Run on a dask.distributed cluster (scheduler address or 'local')."),
+    sets: Optional[List[str]] = typer.Option(None, "--set", help="Override a field (repeatable)."),
+    repetitions: Optional[int] = typer.Option(None, "--repetitions", "-r", help="Override the number of repetitions."),
+    per_run: str = typer.Option("first", "--per-run", help="Run figures for: first, all, none."),
+    no_report: bool = typer.Option(False, "--no-report", help="Only run and store; no figures or report."),
+) -> None:
+    """Run an experiment's sweep, store the results, draw its figures and write the report."""
+    from .report import write_report
+    from .store import load
+
+    if per_run not in ("first", "all", "none"):
+        raise UsageError(f"--per-run: unknown value {per_run!r}; allowed: first, all, none")
+    doc, outcome = _run_sweep_cli(preset, results_dir, jobs, dask, sets, not full, repetitions, None, True, False)
+    res = load(results_dir)
+    mode = "quick mode (add --full for the paper's set-up)" if outcome.experiment_id.endswith("@quick") else "full set-up"
+    out.print(_points_table(res, outcome.experiment_id, f"{outcome.experiment_id}: {_status_line(res, outcome.experiment_id)}, {mode}"))
+    out.print(f"{outcome.computed} runs computed, {outcome.cached} already stored, {outcome.failed} failed, {outcome.skipped} skipped "
+              f"in {outcome.wall_s:.1f} s")
+    if not no_report:
+        index = write_report(results_dir, per_run=per_run, progress=(lambda m: err.print(f"[dim]{m}[/dim]", highlight=False)) if sys.stderr.isatty() else None)
+        page = index.parent / _report_slug(outcome.experiment_id) / "index.html"
+        figs = sorted(p.name for p in page.parent.glob("*.png"))
+        out.print(f"figures: {', '.join(figs) or 'none'} in {page.parent}")
+        out.print(f"report: [bold]{page}[/bold]  (index: {index})")
+    if outcome.failed:
+        raise typer.Exit(1)
+
+
+def _report_slug(eid: str) -> str:
+    from .report import _slug
+
+    return _slug(eid)
+
+
 @list_app.command("ccas")
 def list_ccas(as_json: bool = typer.Option(False, "--json")) -> None:
     """Congestion-control algorithms with a one-line description and their source."""
@@ -206,8 +486,10 @@ def list_experiments(as_json: bool = typer.Option(False, "--json")) -> None:
     t.add_column("name", style="bold")
     t.add_column("what it shows")
     t.add_column("source")
+    t.add_column("runs")
+    t.add_column("not in the engine yet")
     for p in cat:
-        t.add_row(p["name"], p["description"], p["source"])
+        t.add_row(*(escape(str(v)) for v in (p["name"], p["description"], p["source"], p["runs"], ", ".join(p["missing"]) or "-")))
     out.print(t)
 
 
@@ -274,18 +556,23 @@ def version() -> None:
 
 def main(argv: Optional[List[str]] = None) -> None:
     try:
-        # Without standalone mode, typer returns (not raises) the status of a
-        # typer.Exit and turns Ctrl-C into status 130: pass them on.
-        status = app(args=argv, standalone_mode=False)
-        if isinstance(status, int) and status:
-            if status == 130:
+        rc = app(args=argv, standalone_mode=False)
+        # Recent typer versions turn Ctrl-C into a return value of 130 instead of raising.
+        if isinstance(rc, int) and not isinstance(rc, bool) and rc != 0:
+            if rc == 130:
                 err.print("interrupted")
-            sys.exit(status)
+            sys.exit(rc)
     except ScenarioError as e:
         err.print(f"[red]error:[/red] {e}", highlight=False, soft_wrap=True)
         sys.exit(2)
     except (UsageError, LinuxBackendUnavailable) as e:
         err.print(f"[red]error:[/red] {e}", highlight=False, soft_wrap=True)
+        sys.exit(2)
+    except StoreError as e:
+        err.print(f"[red]error:[/red] {e}", highlight=False, soft_wrap=True)
+        sys.exit(2)
+    except ExecutorError as e:
+        err.print(f"[red]error:[/red] {escape(str(e))}", highlight=False, soft_wrap=True)
         sys.exit(2)
     except typer.Exit as e:
         sys.exit(e.exit_code)

@@ -1,14 +1,60 @@
 """Metrics computed from run records. Formulas are in docs/metrics.md; each
 function here is the single place that formula lives.
+
+Three layers:
+
+* formulas on plain arrays (``jain_index``, ``cov``, ``entropy_fairness``, ...);
+* ``flow_metrics`` / ``run_metrics``: the named metric set of one run,
+  computed from its ``RunResult`` (that is, from the raw record), so every
+  metric can be recomputed later from stored records without rerunning;
+* ``mean_ci``: mean and 95 % confidence interval across repetitions.
+
+Names follow ccperf's ``<stat>_<metric>_<layer>`` scheme: ``l4`` is the TCP
+sender (cwnd, in-flight, sRTT, delivery rate, retransmissions), ``l7`` the
+receiving application (bytes delivered in order).
 """
 
 from __future__ import annotations
 
-from typing import Sequence
+import math
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
-__all__ = ["jain_index", "throughput_ratio", "goodput_capacity_bps"]
+if TYPE_CHECKING:  # pragma: no cover
+    from .result import RunResult
+
+__all__ = [
+    "jain_index",
+    "throughput_ratio",
+    "goodput_capacity_bps",
+    "mean",
+    "cov",
+    "cov_at_timescale",
+    "entropy_fairness",
+    "product_fairness",
+    "utility_pf",
+    "utility_mpdf",
+    "network_power",
+    "est_qdelay_ms",
+    "utilization_bw",
+    "utilization_bdp",
+    "group_throughput_ratio",
+    "rtt_ratio",
+    "t_quantile_975",
+    "mean_ci",
+    "flow_metrics",
+    "run_metrics",
+    "COV_TIMESCALES_S",
+    "METRIC_INFO",
+]
+
+# Time scales (seconds) at which the stability metric cov_throughput_<T>s_l7 is computed.
+COV_TIMESCALES_S = (0.5, 1.0, 2.0, 5.0, 10.0)
+_WIRE_PACKET = 1500  # bytes of a full-size packet on the wire (MSS + headers)
+
+
+# ---------------------------------------------------------------- formulas
 
 
 def jain_index(x: Sequence[float]) -> float:
@@ -28,6 +74,298 @@ def throughput_ratio(x: Sequence[float]) -> float:
     return float(np.min(a) / np.max(a))
 
 
-def goodput_capacity_bps(rate_bps: float, mss: int = 1448, packet_bytes: int = 1500) -> float:
+def goodput_capacity_bps(rate_bps: float, mss: int = 1448, packet_bytes: int = _WIRE_PACKET) -> float:
     """The most payload a link of `rate_bps` can carry in full-size packets."""
     return rate_bps * mss / packet_bytes
+
+
+def mean(x: Sequence[float]) -> float:
+    """Arithmetic mean (nan for no samples)."""
+    a = np.asarray(x, dtype=float)
+    return float(a.mean()) if a.size else float("nan")
+
+
+def cov(x: Sequence[float]) -> float:
+    """Coefficient of variation: population standard deviation over mean (nan if the mean is 0)."""
+    a = np.asarray(x, dtype=float)
+    if a.size == 0:
+        return float("nan")
+    m = float(a.mean())
+    return float(a.std() / m) if m > 0 else float("nan")
+
+
+def cov_at_timescale(x: Sequence[float], interval_s: float, timescale_s: float) -> float:
+    """CoV of `x` (samples every `interval_s`) averaged over consecutive blocks of `timescale_s`.
+
+    The stability measure of the CUBIC evaluation: the throughput averaged
+    over windows of one time scale, and how much those averages vary. Blocks
+    that would be incomplete at the end are dropped; fewer than two blocks
+    give nan.
+    """
+    a = np.asarray(x, dtype=float)
+    m = max(int(round(timescale_s / interval_s)), 1)
+    blocks = a.size // m
+    if blocks < 2:
+        return float("nan")
+    return cov(a[: blocks * m].reshape(blocks, m).mean(axis=1))
+
+
+def entropy_fairness(x: Sequence[float]) -> float:
+    """Normalised entropy of the shares p_k = x_k / sum x: -sum p log p / log K (1 = equal, 0 = one flow takes all)."""
+    a = np.asarray(x, dtype=float)
+    total = float(a.sum())
+    if a.size == 0 or total <= 0:
+        return float("nan")
+    if a.size == 1:
+        return 1.0
+    p = a[a > 0] / total
+    return float(-(p * np.log(p)).sum() / math.log(a.size))
+
+
+def product_fairness(x: Sequence[float]) -> float:
+    """Normalised product prod_k (x_k / mean x): 1 for equal shares, 0 if any flow gets nothing."""
+    a = np.asarray(x, dtype=float)
+    m = float(a.mean()) if a.size else 0.0
+    if m <= 0:
+        return float("nan")
+    return float(np.exp(np.sum(np.log(np.maximum(a / m, 1e-300)))) if np.all(a > 0) else 0.0)
+
+
+def utility_pf(x_mbps: Sequence[float]) -> float:
+    """Proportional-fair utility: mean of ln(x) over samples with x > 0 (x in Mbps)."""
+    a = np.asarray(x_mbps, dtype=float)
+    a = a[a > 0]
+    return float(np.log(a).mean()) if a.size else float("nan")
+
+
+def utility_mpdf(x_mbps: Sequence[float]) -> float:
+    """Minimum-potential-delay utility: mean of -1/x over samples with x > 0 (x in Mbps)."""
+    a = np.asarray(x_mbps, dtype=float)
+    a = a[a > 0]
+    return float((-1.0 / a).mean()) if a.size else float("nan")
+
+
+def network_power(x_mbps: Sequence[float], srtt_ms: Sequence[float]) -> float:
+    """Kleinrock's power: mean over samples of throughput / sRTT, in Mbit/s per second."""
+    x = np.asarray(x_mbps, dtype=float)
+    d = np.asarray(srtt_ms, dtype=float) / 1e3
+    ok = d > 0
+    return float((x[ok] / d[ok]).mean()) if ok.any() else float("nan")
+
+
+def est_qdelay_ms(srtt_ms: Sequence[float], min_rtt_ms: Sequence[float]) -> np.ndarray:
+    """Estimated queueing delay per sample: sRTT minus the sender's minimum RTT (ms)."""
+    return np.maximum(np.asarray(srtt_ms, dtype=float) - np.asarray(min_rtt_ms, dtype=float), 0.0)
+
+
+def utilization_bw(x_mbps: Sequence[float], rate_bps: float) -> float:
+    """Mean over samples of throughput / bottleneck rate (0..~0.965: payload only)."""
+    a = np.asarray(x_mbps, dtype=float)
+    return float(a.mean() * 1e6 / rate_bps) if a.size and rate_bps > 0 else float("nan")
+
+
+def utilization_bdp(in_flight: Sequence[float], rate_bps: float, rtt_ns: float) -> float:
+    """Mean over samples of in-flight packets / BDP, BDP = rate x propagation RTT in full-size packets."""
+    a = np.asarray(in_flight, dtype=float)
+    bdp = rate_bps * rtt_ns / 1e9 / 8 / _WIRE_PACKET
+    return float(a.mean() / bdp) if a.size and bdp > 0 else float("nan")
+
+
+def group_throughput_ratio(throughputs: Sequence[float], groups: Sequence[int]) -> float:
+    """Mean throughput of the flows of [[flows]] table 0 over that of table 1.
+
+    The CUBIC paper's inter-RTT ratio (table 0 holds the fixed long-RTT flow)
+    and the TCP-friendliness ratio (table 0 the protocol, table 1 Reno).
+    nan with fewer than two tables.
+    """
+    x = np.asarray(throughputs, dtype=float)
+    g = np.asarray(groups)
+    if not ((g == 0).any() and (g == 1).any()):
+        return float("nan")
+    den = float(x[g == 1].mean())
+    return float(x[g == 0].mean() / den) if den > 0 else float("nan")
+
+
+def rtt_ratio(rtts: Sequence[float]) -> float:
+    """Largest over smallest propagation RTT of the flows (1 when all are equal)."""
+    a = np.asarray(rtts, dtype=float)
+    return float(a.max() / a.min()) if a.size and a.min() > 0 else float("nan")
+
+
+# Two-sided 95 % quantiles of Student's t for 1..30 degrees of freedom.
+_T975 = [
+    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+    2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
+    2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
+]
+
+
+def t_quantile_975(dof: int) -> float:
+    """0.975 quantile of Student's t with `dof` degrees of freedom (table to 30, then a series in 1/dof)."""
+    if dof < 1:
+        return float("nan")
+    if dof <= len(_T975):
+        return _T975[dof - 1]
+    z = 1.959964
+    return z + (z**3 + z) / (4 * dof) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * dof**2)
+
+
+def mean_ci(x: Sequence[float]) -> tuple[float, float, int]:
+    """(mean, half-width of the 95 % confidence interval, n) over repetitions.
+
+    The interval is mean +- t(0.975, n-1) s / sqrt(n) with s the sample
+    standard deviation; nan half-width for fewer than two values. NaNs are
+    ignored.
+    """
+    a = np.asarray(x, dtype=float)
+    a = a[~np.isnan(a)]
+    n = int(a.size)
+    if n == 0:
+        return float("nan"), float("nan"), 0
+    m = float(a.mean())
+    if n < 2:
+        return m, float("nan"), n
+    return m, float(t_quantile_975(n - 1) * a.std(ddof=1) / math.sqrt(n)), n
+
+
+# ---------------------------------------------------------------- metric sets
+
+# name -> (unit, description); the catalogue docs/metrics.md describes in full.
+METRIC_INFO: dict[str, tuple[str, str]] = {
+    "throughput_mbps": ("Mbps", "payload delivered in order over the flow's window"),
+    "utilization": ("", "sum of flow throughputs / goodput capacity"),
+    "link_utilization": ("", "bytes the bottleneck sent / its capacity"),
+    "jain_index": ("", "Jain's index of flow throughputs"),
+    "throughput_ratio": ("", "smallest / largest flow throughput"),
+    "group_throughput_ratio": ("", "throughput of flows table 0 / table 1"),
+    "rtt_ratio": ("", "largest / smallest flow RTT"),
+    "aggregate_throughput_mbps": ("Mbps", "sum of flow throughputs"),
+    "mean_queue_packets": ("packets", "mean bottleneck backlog"),
+    "mean_queue_delay_ms": ("ms", "mean bottleneck backlog / link rate"),
+    "drop_rate": ("", "packets dropped at the bottleneck / packets that arrived there"),
+    "mean_throughput_l7": ("Mbps", "mean of the throughput samples"),
+    "cov_throughput_l7": ("", "CoV of the throughput samples"),
+    "mean_cwnd_l4": ("packets", "mean congestion window"),
+    "cov_cwnd_l4": ("", "CoV of the congestion window"),
+    "mean_in_flight_l4": ("packets", "mean packets in flight"),
+    "cov_in_flight_l4": ("", "CoV of packets in flight"),
+    "mean_srtt_l4": ("ms", "mean smoothed RTT"),
+    "cov_srtt_l4": ("", "CoV of the smoothed RTT"),
+    "mean_est_qdelay_l4": ("ms", "mean sRTT - min RTT"),
+    "cov_est_qdelay_l4": ("", "CoV of sRTT - min RTT"),
+    "mean_delivery_rate_l4": ("Mbps", "mean delivery-rate estimate"),
+    "cov_delivery_rate_l4": ("", "CoV of the delivery-rate estimate"),
+    "total_retransmissions_l4": ("segments", "retransmitted segments in the window"),
+    "total_rtos_l4": ("", "retransmission timeouts in the window"),
+    "mean_utility_pf_l7": ("", "mean ln(throughput/Mbps)"),
+    "mean_utility_mpdf_l7": ("", "mean -1/(throughput/Mbps)"),
+    "mean_network_power_l7": ("Mbps/s", "mean throughput / sRTT"),
+    "mean_utilization_bw_l7": ("", "mean throughput / link rate"),
+    "mean_utilization_bdp_l4": ("", "mean in-flight / BDP"),
+    "flow_completion_time_l7": ("s", "SYN to last byte acknowledged"),
+    "mean_agg_throughput_l7": ("Mbps", "mean over samples of the summed throughput"),
+    "mean_jains_fairness_throughput_l7": ("", "mean over samples of Jain's index"),
+    "mean_entropy_fairness_throughput_l7": ("", "mean over samples of the normalised entropy of shares"),
+    "mean_product_fairness_throughput_l7": ("", "mean over samples of the normalised product of shares"),
+}
+for _t in COV_TIMESCALES_S:
+    METRIC_INFO[f"cov_throughput_{_t:g}s_l7"] = ("", f"CoV of throughput averaged over {_t:g} s")
+
+
+def _window(ts, f) -> Any:
+    return ts[(ts.t_s > f.window_start_s) & (ts.t_s <= f.window_end_s)]
+
+
+def flow_metrics(result: "RunResult") -> list[dict[str, float]]:
+    """The ccperf-style flow metrics of each flow of one run (list index = flow)."""
+    ts = result.timeseries
+    rate = result.record["link"]["rate_bps"]
+    interval = result.record.get("sample_interval_ns") or result.scenario.engine["run"]["sample_interval"]
+    interval_s = interval / 1e9
+    out = []
+    for i, f in result.flows.iterrows():
+        w = _window(ts[ts.flow == i], f)
+        thr = w.throughput_mbps.to_numpy()
+        qd = est_qdelay_ms(w.srtt_ms.to_numpy(), w.min_rtt_ms.to_numpy())
+        m = {
+            "throughput_mbps": float(f.throughput_mbps),
+            "mean_throughput_l7": mean(thr),
+            "cov_throughput_l7": cov(thr),
+            "mean_cwnd_l4": mean(w.cwnd),
+            "cov_cwnd_l4": cov(w.cwnd),
+            "mean_in_flight_l4": mean(w.in_flight),
+            "cov_in_flight_l4": cov(w.in_flight),
+            "mean_srtt_l4": mean(w.srtt_ms),
+            "cov_srtt_l4": cov(w.srtt_ms),
+            "mean_est_qdelay_l4": mean(qd),
+            "cov_est_qdelay_l4": cov(qd),
+            "mean_delivery_rate_l4": mean(w.delivery_rate_mbps),
+            "cov_delivery_rate_l4": cov(w.delivery_rate_mbps),
+            "total_retransmissions_l4": float(f.window_retransmissions),
+            "total_rtos_l4": float(f.window_rtos),
+            "mean_utility_pf_l7": utility_pf(thr),
+            "mean_utility_mpdf_l7": utility_mpdf(thr),
+            "mean_network_power_l7": network_power(thr, w.srtt_ms.to_numpy()),
+            "mean_utilization_bw_l7": utilization_bw(thr, rate),
+            "mean_utilization_bdp_l4": utilization_bdp(w.in_flight.to_numpy(), rate, f.rtt_ms * 1e6),
+            "flow_completion_time_l7": float(f.fct_s),
+        }
+        for t in COV_TIMESCALES_S:
+            m[f"cov_throughput_{t:g}s_l7"] = cov_at_timescale(thr, interval_s, t)
+        out.append(m)
+    return out
+
+
+def run_metrics(result: "RunResult", flows: list[dict[str, float]] | None = None) -> dict[str, float]:
+    """Run-level (network and link) metrics of one run.
+
+    Includes the summary (utilisation, Jain's index, throughput ratio ...),
+    the inter-group ratio, the time-averaged fairness family over the samples
+    after warm-up (counting at each sample the flows whose window covers it),
+    flow metrics summed or averaged over flows, and the queue's delay and drop rate.
+    """
+    if flows is None:
+        flows = flow_metrics(result)
+    fl = result.flows
+    s = dict(result.summary)
+    out: dict[str, float] = {k: float(v) for k, v in s.items()}
+    out["group_throughput_ratio"] = group_throughput_ratio(fl.throughput_mbps.to_numpy(), fl.group.to_numpy())
+    out["rtt_ratio"] = rtt_ratio(fl.rtt_ms.to_numpy())
+
+    ts = result.timeseries
+    warm = result.record["warmup_ns"] / 1e9
+    if len(ts):
+        wide = ts[ts.t_s > warm].pivot(index="t_s", columns="flow", values="throughput_mbps")
+        starts = fl.window_start_s.reindex(wide.columns).to_numpy()
+        ends = fl.window_end_s.reindex(wide.columns).to_numpy()
+        t = wide.index.to_numpy()[:, None]
+        active = (t > starts[None, :]) & (t <= ends[None, :])
+        agg, jain, ent, prod = [], [], [], []
+        for row, act in zip(wide.to_numpy(), active):
+            x = row[act]
+            if x.size == 0:
+                continue
+            agg.append(float(x.sum()))
+            if x.sum() > 0:
+                jain.append(jain_index(x))
+                ent.append(entropy_fairness(x))
+                prod.append(product_fairness(x))
+        out["mean_agg_throughput_l7"] = mean(agg)
+        out["mean_jains_fairness_throughput_l7"] = mean(jain)
+        out["mean_entropy_fairness_throughput_l7"] = mean(ent)
+        out["mean_product_fairness_throughput_l7"] = mean(prod)
+    for name in ("total_retransmissions_l4", "total_rtos_l4", "mean_utility_pf_l7", "mean_utility_mpdf_l7", "mean_network_power_l7", "mean_utilization_bw_l7"):
+        vals = [f[name] for f in flows if not math.isnan(f[name])]
+        out[name] = float(sum(vals)) if vals else float("nan")
+    for name in ("mean_srtt_l4", "mean_est_qdelay_l4", "mean_cwnd_l4", "cov_throughput_l7", *[f"cov_throughput_{t:g}s_l7" for t in COV_TIMESCALES_S]):
+        out[name] = mean([f[name] for f in flows if not math.isnan(f[name])])
+
+    q = result.queue
+    rate = result.record["link"]["rate_bps"]
+    after = q[q.t_s > warm]
+    out["mean_queue_delay_ms"] = float(after.backlog_bytes.mean() * 8 / rate * 1e3) if len(after) else float("nan")
+    link = result.record["link"]
+    drops = link["drops_queue"] + link["drops_random"] + link["drops_aqm"]
+    arrived = link.get("arrivals") or sum(int(c["counters"]["segments_sent"]) for c in result.record["flows"])
+    out["drop_rate"] = float(drops / arrived) if arrived else float("nan")
+    return out

@@ -32,7 +32,7 @@ class ScenarioError(ValueError):
         super().__init__(f"{field}: {message}" if field else message)
 
 
-_TOP_KEYS = {"name", "description", "source", "network", "tcp", "flows", "run", "sweep", "notes", "cca_files", "linux"}
+_TOP_KEYS = {"name", "description", "source", "network", "tcp", "flows", "run", "sweep", "notes", "requires", "figures", "cca_files", "linux"}
 BACKENDS = ("sim", "linux")
 _NETWORK_KEYS = {"bottleneck_rate", "buffer", "loss", "access_rate", "bdp_rtt"}
 _TCP_KEYS = {

@@ -1,0 +1,501 @@
+"""Figures (matplotlib), each saved as PNG (for the report) and PDF (for papers).
+
+Experiment level, from a results directory's metrics:
+
+* ``sweep_figure``: a metric against a swept parameter (or a run metric such as
+  ``rtt_ratio``), one line per value of another parameter (e.g. one per CCA),
+  mean with 95 % confidence intervals across repetitions as error bars,
+  optionally one panel per value of a third parameter. The CUBIC paper's
+  throughput ratio and link utilisation against RTT are this figure.
+* ``stability_figure``: CoV of throughput against the averaging time scale.
+
+Run level, from a run's time series:
+
+* ``run_timeseries_figure``: throughput, cwnd, sRTT per flow and the
+  bottleneck queue over time;
+* ``run_distribution_figure``: eCDFs of throughput and sRTT samples per flow
+  and each flow's mean operating point (throughput against sRTT).
+
+Which experiment figures a scenario gets is set by its ``[[figures]]`` tables
+(docs/scenario.md); without them, ``default_figure_specs`` picks sensible ones.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+__all__ = [
+    "sweep_figure",
+    "stability_figure",
+    "run_timeseries_figure",
+    "run_distribution_figure",
+    "default_figure_specs",
+    "validate_figure_specs",
+    "metric_label",
+    "FIGURE_KINDS",
+]
+
+FIGURE_KINDS = {"sweep", "stability"}
+_SPEC_KEYS = {"kind", "x", "y", "series", "panels", "xscale", "yscale", "ylim", "title", "xlabel", "ylabel", "name", "caption"}
+
+_METRIC_LABELS = {
+    "throughput_ratio": "Throughput ratio (min / max)",
+    "group_throughput_ratio": "Throughput ratio (flows[0] / flows[1])",
+    "utilization": "Link utilisation",
+    "link_utilization": "Link utilisation (wire bytes)",
+    "jain_index": "Jain's fairness index",
+    "rtt_ratio": "RTT ratio",
+    "aggregate_throughput_mbps": "Aggregate throughput (Mbps)",
+    "mean_queue_packets": "Mean queue (packets)",
+    "mean_queue_delay_ms": "Mean queueing delay (ms)",
+    "drop_rate": "Drop rate",
+    "mean_srtt_l4": "Mean sRTT (ms)",
+    "mean_est_qdelay_l4": "Est. queueing delay (ms)",
+    "total_retransmissions_l4": "Retransmissions (segments)",
+    "total_rtos_l4": "RTOs",
+    "cov_throughput_l7": "CoV of throughput",
+    "mean_jains_fairness_throughput_l7": "Jain's index (time mean)",
+    "mean_entropy_fairness_throughput_l7": "Entropy fairness",
+    "mean_product_fairness_throughput_l7": "Product fairness",
+    "mean_utilization_bw_l7": "Bandwidth utilisation",
+    "mean_network_power_l7": "Network power (Mbps/s)",
+    "mean_cwnd_l4": "Mean cwnd (packets)",
+}
+_PARAM_LABELS = {
+    "rtt": "RTT",
+    "cca": "CCA",
+    "bottleneck_rate": "Bottleneck rate",
+    "buffer": "Buffer",
+    "loss": "Loss probability",
+    "count": "Flows",
+    "k": "Flows (K)",
+    "duration": "Duration",
+}
+_MARKERS = ["o", "s", "^", "D", "v", "P", "X", "<", ">", "*"]
+
+
+SHORT_LABELS = {
+    "throughput_ratio": "thr. ratio",
+    "group_throughput_ratio": "group ratio",
+    "jain_index": "Jain",
+    "utilization": "utilisation",
+    "mean_queue_delay_ms": "queue ms",
+    "total_retransmissions_l4": "retrans",
+    "total_rtos_l4": "RTOs",
+    "mean_srtt_l4": "sRTT ms",
+    "mean_est_qdelay_l4": "est. qdelay ms",
+}
+
+
+def short_label(name: str) -> str:
+    """A column heading for tables."""
+    return SHORT_LABELS.get(name, metric_label(name))
+
+
+def metric_label(name: str) -> str:
+    if name in _METRIC_LABELS:
+        return _METRIC_LABELS[name]
+    return name.replace("_", " ")
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    plt.rcParams.update(
+        {
+            "font.size": 9,
+            "axes.titlesize": 9.5,
+            "axes.labelsize": 9,
+            "legend.fontsize": 8,
+            "xtick.labelsize": 8,
+            "ytick.labelsize": 8,
+            "axes.grid": True,
+            "grid.alpha": 0.3,
+            "grid.linewidth": 0.6,
+            "axes.spines.top": False,
+            "axes.spines.right": False,
+            "savefig.dpi": 150,
+            "figure.dpi": 100,
+            "pdf.fonttype": 42,
+            "svg.fonttype": "none",
+        }
+    )
+    return plt
+
+
+def _save(fig, base: Path, vector: str = "pdf", tight: bool = True) -> list[Path]:
+    """Writes base.png and base.<vector> (pdf for paper figures, svg for the many run figures: no font embedding)."""
+    base.parent.mkdir(parents=True, exist_ok=True)
+    out = []
+    for ext in ("png", vector):
+        p = base.with_name(f"{base.name}.{ext}")
+        tmp = p.with_name(f".{p.name}.tmp.{ext}")
+        fig.savefig(tmp, format=ext, bbox_inches="tight" if tight else None, pad_inches=0.03)
+        tmp.replace(p)
+        out.append(p)
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+    return out
+
+
+def _colors(n: int) -> list:
+    plt = _plt()
+    cmap = plt.get_cmap("tab10")
+    return [cmap(i % 10) for i in range(n)]
+
+
+# ---------------------------------------------------------------- specs
+
+
+def validate_figure_specs(specs: Any) -> list[dict]:
+    """Checks a scenario's [[figures]] list; raises ScenarioError naming the field."""
+    from .scenario import ScenarioError
+
+    if specs is None:
+        return []
+    if not isinstance(specs, list):
+        raise ScenarioError("figures", "must be a list of [[figures]] tables")
+    for i, s in enumerate(specs):
+        where = f"figures[{i}]"
+        if not isinstance(s, dict):
+            raise ScenarioError(where, "must be a table")
+        for k in s:
+            if k not in _SPEC_KEYS:
+                raise ScenarioError(f"{where}.{k}", f"unknown field; allowed: {', '.join(sorted(_SPEC_KEYS))}")
+        kind = s.get("kind", "sweep")
+        if kind not in FIGURE_KINDS:
+            raise ScenarioError(f"{where}.kind", f"unknown figure kind {kind!r}; allowed: {', '.join(sorted(FIGURE_KINDS))}")
+        if kind == "sweep" and "x" not in s:
+            raise ScenarioError(f"{where}.x", "missing required field (a swept parameter or a run metric such as rtt_ratio)")
+        for k in ("xscale", "yscale"):
+            if k in s and s[k] not in ("linear", "log"):
+                raise ScenarioError(f"{where}.{k}", f"must be 'linear' or 'log', got {s[k]!r}")
+        if "ylim" in s and not (isinstance(s["ylim"], list) and len(s["ylim"]) == 2):
+            raise ScenarioError(f"{where}.ylim", "must be [low, high]")
+    return specs
+
+
+def default_figure_specs(axes: list[dict], n_flows: int) -> list[dict]:
+    """Figures for a sweep that names none: key metrics against its first numeric axis."""
+    from .sweep import numeric
+
+    if not axes:
+        return []
+    multi = [a for a in axes if len(a["labels"]) > 1]
+    if not multi:
+        return []
+    numeric_axes = [a for a in multi if all(numeric(v) is not None for v in a["labels"])]
+    x = numeric_axes[0] if numeric_axes else multi[0]
+    rest = [a for a in multi if a is not x]
+    spec: dict[str, Any] = {"kind": "sweep", "x": x["name"]}
+    if rest:
+        spec["series"] = rest[0]["name"]
+    if len(rest) > 1:
+        spec["panels"] = rest[1]["name"]
+    if x in numeric_axes:
+        vals = [numeric(v) for v in x["labels"]]
+        if min(vals) > 0 and max(vals) / min(vals) >= 20:
+            spec["xscale"] = "log"
+    if n_flows > 1:
+        ys = ["jain_index", "utilization", "mean_queue_delay_ms"]
+    else:
+        ys = ["utilization", "mean_est_qdelay_l4", "total_retransmissions_l4"]
+    return [dict(spec, y=y, name=f"{y}-vs-{x['name']}") for y in ys]
+
+
+def _tick(t: float) -> str:
+    """A tick label: integers as integers (1000, not 1e+03), others with 3 significant digits."""
+    return str(int(round(t))) if abs(t - round(t)) < 1e-9 and abs(t) < 1e7 else f"{t:.3g}"
+
+
+def _legend(fig, axs, title: str | None) -> None:
+    """One legend: inside a single panel, above the panels when there are several."""
+    handles, labels = axs[0][-1].get_legend_handles_labels()
+    if not handles:
+        return
+    if len(axs[0]) == 1:
+        axs[0][0].legend(title=title, frameon=False, loc="best")
+    else:
+        fig.legend(handles, labels, title=title, frameon=False, loc="lower center", bbox_to_anchor=(0.5, 1.0),
+                   ncol=min(len(labels), 6), title_fontsize=8)
+
+
+def _plain_log_ticks(axis) -> None:
+    """Log-axis ticks written as plain numbers (0.05, 0.1, 0.2 ...): 1-2-5 steps over
+    wide ranges, finer steps over narrow ones so that there are always a few."""
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
+
+    lo, hi = axis.get_view_interval()
+    lo, hi = max(min(lo, hi), 1e-12), max(lo, hi)
+    ticks: list[float] = []
+    for mant in ((1, 2, 5), (1, 1.5, 2, 3, 5, 7), (1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8)):
+        ticks = [m * 10.0**e for e in range(int(np.floor(np.log10(lo))) - 1, int(np.ceil(np.log10(hi))) + 1) for m in mant]
+        ticks = [t for t in ticks if lo <= t <= hi]
+        if len(ticks) >= 3:
+            break
+    axis.set_major_locator(FixedLocator(ticks))
+    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    axis.set_minor_formatter(NullFormatter())
+
+
+# ---------------------------------------------------------------- experiment figures
+
+
+def _x_values(points: pd.DataFrame, x: str) -> tuple[np.ndarray, list[str] | None, str]:
+    """Numeric x per point, tick labels for categorical x, and the axis label."""
+    from .sweep import numeric, unit_of
+
+    if x in points.columns and not x.endswith("_ci95") and points[x].dtype != object and f"{x}_ci95" in points.columns:
+        return points[x].to_numpy(dtype=float), None, metric_label(x)
+    if x not in points.columns:
+        raise KeyError(x)
+    vals = list(points[x])
+    nums = [numeric(v) for v in vals]
+    label = _PARAM_LABELS.get(x, x)
+    if all(n is not None for n in nums):
+        unit = unit_of(vals[0])
+        return np.asarray(nums, dtype=float), None, f"{label} ({unit})" if unit else label
+    cats = list(dict.fromkeys(str(v) for v in vals))
+    return np.asarray([cats.index(str(v)) for v in vals], dtype=float), cats, label
+
+
+def sweep_figure(points: pd.DataFrame, spec: dict, base: Path, title: str | None = None) -> list[Path]:
+    """A metric against a parameter: lines per `series`, panels per `panels`, 95 % CI error bars."""
+    plt = _plt()
+    y = spec.get("y", "jain_index")
+    series, panels = spec.get("series"), spec.get("panels")
+    panel_vals = list(dict.fromkeys(points[panels])) if panels and panels in points else [None]
+    ncols = len(panel_vals)
+    fig, axs = plt.subplots(1, ncols, figsize=(4.2 * ncols if ncols > 1 else 4.8, 3.3), sharey=True, squeeze=False)
+    series_vals = list(dict.fromkeys(points[series])) if series and series in points else [None]
+    colors = _colors(len(series_vals))
+    xs_all, cats, xlabel = _x_values(points, spec["x"])
+    logx = spec.get("xscale") == "log"
+    for ax, pv in zip(axs[0], panel_vals):
+        sub_mask = np.ones(len(points), bool) if pv is None else (points[panels] == pv).to_numpy()
+        for k, sv in enumerate(series_vals):
+            m = sub_mask & (np.ones(len(points), bool) if sv is None else (points[series] == sv).to_numpy())
+            if not m.any():
+                continue
+            xs = xs_all[m]
+            nan = pd.Series(np.nan, index=points.index)
+            if spec.get("yscale") == "log" and f"{y}_gmean" in points:
+                # Ratios on a log axis: geometric mean, and the 95 % CI computed on the logs (asymmetric bars).
+                ys = points[f"{y}_gmean"].to_numpy(dtype=float)[m]
+                lci = points.get(f"{y}_log_ci95", nan).to_numpy(dtype=float)[m]
+                err = np.vstack([ys - ys / np.exp(lci), ys * np.exp(lci) - ys])
+            else:
+                ys = points[y].to_numpy(dtype=float)[m]
+                ci = points.get(f"{y}_ci95", nan).to_numpy(dtype=float)[m]
+                err = np.vstack([ci, ci])
+            order = np.argsort(xs)
+            xs, ys, err = xs[order], ys[order], err[:, order]
+            # Small horizontal offsets keep overlapping error bars apart.
+            k0 = k - (len(series_vals) - 1) / 2
+            if cats is not None:
+                xd = xs + k0 * min(0.6 / max(len(series_vals), 1), 0.15)
+            elif logx:
+                xd = xs * (1 + 0.035 * k0)
+            else:
+                xd = xs + 0.01 * k0 * (np.ptp(xs_all) if np.ptp(xs_all) > 0 else 1)
+            ax.errorbar(
+                xd, ys, yerr=np.where(np.isnan(err), 0, err), marker=_MARKERS[k % len(_MARKERS)], ms=4.5,
+                lw=0 if cats is not None else 1.4,  # categories are not a continuum: no connecting lines
+                capsize=2.5, elinewidth=0.9, color=colors[k], label=str(sv) if sv is not None else None,
+            )
+        if logx:
+            ax.set_xscale("log")
+        if cats is not None:
+            ax.set_xticks(range(len(cats)))
+            ax.set_xticklabels(cats, rotation=30 if max(len(c) for c in cats) > 8 else 0, ha="right" if max(len(c) for c in cats) > 8 else "center")
+        else:
+            ticks = np.unique(xs_all[sub_mask]) if pv is not None else np.unique(xs_all)
+            if len(ticks) <= 8:
+                ax.set_xticks(ticks)
+                ax.set_xticklabels([_tick(t) for t in ticks])
+                ax.minorticks_off()
+        if y == "group_throughput_ratio":
+            ax.axhline(1.0, color="0.55", lw=0.8, ls="--", zorder=0)  # equal shares
+        if spec.get("yscale") == "log":
+            ax.set_yscale("log")
+        if "ylim" in spec:
+            ax.set_ylim(*spec["ylim"])
+        ax.set_xlabel(spec.get("xlabel", xlabel))
+        if pv is not None:
+            ax.set_title(f"{_PARAM_LABELS.get(panels, panels)} = {pv}")
+    axs[0][0].set_ylabel(spec.get("ylabel", metric_label(y)))
+    if spec.get("yscale") == "log":
+        for ax in axs[0]:
+            ax.autoscale_view()
+            _plain_log_ticks(ax.yaxis)
+    if series_vals != [None]:
+        _legend(fig, axs, _PARAM_LABELS.get(series, series))
+    if title or spec.get("title"):
+        fig.suptitle(spec.get("title", title), fontsize=10)
+    fig.tight_layout()
+    return _save(fig, base)
+
+
+def stability_figure(points: pd.DataFrame, spec: dict, base: Path, interval_s: float = 0.1, title: str | None = None) -> list[Path]:
+    """CoV of throughput against the averaging time scale, lines per `series`, panels per `panels`."""
+    from .metrics import COV_TIMESCALES_S
+
+    plt = _plt()
+    scales = [interval_s, *COV_TIMESCALES_S]
+    names = ["cov_throughput_l7", *[f"cov_throughput_{t:g}s_l7" for t in COV_TIMESCALES_S]]
+    series, panels = spec.get("series"), spec.get("panels")
+    panel_vals = list(dict.fromkeys(points[panels])) if panels and panels in points else [None]
+    series_vals = list(dict.fromkeys(points[series])) if series and series in points else [None]
+    colors = _colors(len(series_vals))
+    fig, axs = plt.subplots(1, len(panel_vals), figsize=(4.2 * len(panel_vals) if len(panel_vals) > 1 else 4.8, 3.3), sharey=True, squeeze=False)
+    for ax, pv in zip(axs[0], panel_vals):
+        for k, sv in enumerate(series_vals):
+            m = np.ones(len(points), bool)
+            if pv is not None:
+                m &= (points[panels] == pv).to_numpy()
+            if sv is not None:
+                m &= (points[series] == sv).to_numpy()
+            if not m.any():
+                continue
+            row = points[m].iloc[0]
+            ys = np.array([row.get(n, np.nan) for n in names], dtype=float)
+            ci = np.array([row.get(f"{n}_ci95", np.nan) for n in names], dtype=float)
+            ok = ~np.isnan(ys)
+            ax.errorbar(np.array(scales)[ok], ys[ok], yerr=np.where(np.isnan(ci), 0, ci)[ok], marker=_MARKERS[k % len(_MARKERS)],
+                        ms=4.5, lw=1.4, capsize=2.5, elinewidth=0.9, color=colors[k], label=str(sv) if sv is not None else None)
+        ax.set_xscale("log")
+        ax.set_xticks(scales)
+        ax.set_xticklabels([f"{s:g}" for s in scales])
+        ax.minorticks_off()
+        ax.set_xlabel("Averaging time scale (s)")
+        if pv is not None:
+            ax.set_title(f"{_PARAM_LABELS.get(panels, panels)} = {pv}")
+    axs[0][0].set_ylabel(spec.get("ylabel", "CoV of per-flow throughput"))
+    axs[0][0].set_ylim(bottom=0)  # after every panel is drawn: the axes share y
+    if series_vals != [None]:
+        _legend(fig, axs, _PARAM_LABELS.get(series, series))
+    if title or spec.get("title"):
+        fig.suptitle(spec.get("title", title), fontsize=10)
+    fig.tight_layout()
+    return _save(fig, base)
+
+
+# ---------------------------------------------------------------- run figures
+
+
+def _flow_names(flows: pd.DataFrame) -> list[str]:
+    out = []
+    for i, f in flows.iterrows():
+        out.append(f"{i}: {f['label']}, {f['rtt_ms']:g} ms")
+    return out
+
+
+def _smooth(t: np.ndarray, y: np.ndarray, interval: float, window_s: float) -> tuple[np.ndarray, np.ndarray]:
+    m = max(int(round(window_s / interval)), 1)
+    if m <= 1 or len(y) < m:
+        return t, y
+    n = len(y) // m
+    return t[m - 1 : n * m : m], y[: n * m].reshape(n, m).mean(axis=1)
+
+
+def run_timeseries_figure(ts: pd.DataFrame, queue: pd.DataFrame, flows: pd.DataFrame, base: Path, title: str = "",
+                          warmup_s: float = 0.0, buffer_packets: float | None = None) -> list[Path]:
+    """Throughput, cwnd, sRTT per flow and the bottleneck queue over time (shared time axis)."""
+    plt = _plt()
+    fig, axs = plt.subplots(4, 1, figsize=(7.0, 7.4), sharex=True)
+    names = _flow_names(flows)
+    colors = _colors(len(flows))
+    interval = float(np.median(np.diff(ts.t_s.unique()))) if ts.t_s.nunique() > 1 else 0.1
+    duration = float(ts.t_s.max()) if len(ts) else 1.0
+    smooth_s = 1.0 if duration >= 30 else interval
+    lw = 0.9 if len(flows) <= 4 else 0.7
+    for i, (fid, f) in enumerate(flows.iterrows()):
+        s = ts[ts.flow == fid]
+        t = s.t_s.to_numpy()
+        tt, thr = _smooth(t, s.throughput_mbps.to_numpy(dtype=float), interval, smooth_s)
+        axs[0].plot(tt, thr, lw=lw, color=colors[i], label=names[i])
+        axs[1].plot(t, s.cwnd.to_numpy(), lw=lw, color=colors[i])
+        srtt = s.srtt_ms.to_numpy(dtype=float)
+        axs[2].plot(t[srtt > 0], srtt[srtt > 0], lw=lw, color=colors[i])
+    axs[3].plot(queue.t_s, queue.backlog_packets, lw=0.8, color="0.25")
+    if buffer_packets:
+        axs[3].axhline(buffer_packets, color="0.5", lw=0.8, ls="--")
+        axs[3].annotate("buffer", (duration, buffer_packets), xytext=(-2, 2), textcoords="offset points", ha="right", va="bottom", fontsize=7, color="0.4")
+    axs[0].set_ylabel("Throughput (Mbps)" + (f"\n{smooth_s:g} s mean" if smooth_s > interval else ""))
+    axs[1].set_ylabel("cwnd (packets)")
+    axs[2].set_ylabel("sRTT (ms)")
+    axs[3].set_ylabel("Queue (packets)")
+    axs[3].set_xlabel("Time (s)")
+    for ax in axs:
+        if ax is not axs[2]:  # sRTT: its range, not from 0, so the queueing delay shows
+            ax.set_ylim(bottom=0)
+        if warmup_s > 0:
+            ax.axvspan(0, warmup_s, color="0.9", lw=0, zorder=0)
+    axs[3].set_xlim(0, duration)
+    ncol = min(len(flows), 4)
+    axs[0].legend(frameon=False, ncol=ncol, loc="lower left", bbox_to_anchor=(0, 1.0), fontsize=7, borderaxespad=0.2)
+    if title:
+        fig.suptitle(title + ("  (grey: warm-up, excluded from metrics)" if warmup_s > 0 else ""), fontsize=9)
+    fig.tight_layout()
+    return _save(fig, base, "svg", tight=False)
+
+
+def _ecdf(ax, values: np.ndarray, color, label=None) -> None:
+    v = np.sort(values[~np.isnan(values)])
+    if not len(v):
+        return
+    ax.step(v, np.arange(1, len(v) + 1) / len(v), where="post", color=color, lw=1.1, label=label)
+
+
+def run_distribution_figure(ts: pd.DataFrame, flows: pd.DataFrame, base: Path, title: str = "", capacity_mbps: float | None = None) -> list[Path]:
+    """eCDFs of per-sample throughput and sRTT per flow, and each flow's mean operating point."""
+    plt = _plt()
+    fig, axs = plt.subplots(1, 3, figsize=(10.0, 3.2))
+    names = _flow_names(flows)
+    colors = _colors(len(flows))
+    for i, (fid, f) in enumerate(flows.iterrows()):
+        s = ts[(ts.flow == fid) & (ts.t_s > f.window_start_s) & (ts.t_s <= f.window_end_s)]
+        thr = s.throughput_mbps.to_numpy(dtype=float)
+        srtt = s.srtt_ms.to_numpy(dtype=float)
+        _ecdf(axs[0], thr, colors[i], names[i])
+        _ecdf(axs[1], srtt, colors[i])
+        if len(s):
+            mx, my = float(np.mean(srtt)), float(np.mean(thr))
+            xe = [[max(mx - np.percentile(srtt, 10), 0)], [max(np.percentile(srtt, 90) - mx, 0)]]
+            ye = [[max(my - np.percentile(thr, 10), 0)], [max(np.percentile(thr, 90) - my, 0)]]
+            many = len(flows) > 4  # many flows: faint bars so the points stay readable
+            axs[2].errorbar([mx], [my], xerr=xe, yerr=ye, marker=_MARKERS[i % len(_MARKERS)], ms=6, color=colors[i],
+                            capsize=0 if many else 2.5, elinewidth=0.6 if many else 0.9, alpha=1.0, ecolor=(*colors[i][:3], 0.35 if many else 1.0))
+    axs[0].set_xlabel("Throughput per sample (Mbps)")
+    axs[0].set_ylabel("eCDF")
+    axs[1].set_xlabel("sRTT (ms)")
+    axs[1].set_ylabel("eCDF")
+    axs[2].set_xlabel("Mean sRTT (ms)")
+    axs[2].set_ylabel("Mean throughput (Mbps)")
+    axs[2].set_title("Operating point (bars: 10th-90th percentile)", fontsize=8.5)
+    if capacity_mbps and len(flows):
+        share = capacity_mbps / len(flows)
+        axs[2].axhline(share, color="0.5", lw=0.8, ls=":")
+        axs[2].annotate("equal share", (1, share), xycoords=("axes fraction", "data"), xytext=(-2, 2), textcoords="offset points", ha="right", va="bottom", fontsize=7, color="0.4")
+    axs[2].set_ylim(bottom=0)
+    for ax in axs[:2]:
+        ax.set_ylim(0, 1.02)
+    if len(flows) <= 3:
+        axs[0].legend(frameon=False, fontsize=7, loc="lower right")
+    if title:
+        fig.suptitle(title, fontsize=9.5)
+    fig.tight_layout()
+    if len(flows) > 3:
+        handles, labels = axs[0].get_legend_handles_labels()
+        rows = -(-len(labels) // 5)
+        fig.subplots_adjust(bottom=0.17 + 0.06 * rows)
+        fig.legend(handles, labels, loc="lower center", ncol=min(len(labels), 5), frameon=False, fontsize=7)
+    return _save(fig, base, "svg", tight=False)

@@ -1,0 +1,343 @@
+"""The static HTML report of a results directory (``ccarena report DIR``).
+
+    REPORT/index.html                 index of experiments
+    REPORT/<experiment>/index.html    scenario, notes, metrics table, figures, per-run figures
+    REPORT/<experiment>/*.png|pdf     figures (PNG shown, PDF linked for papers)
+    REPORT/<experiment>/points.csv    every metric per grid point: mean, 95 % CI, n
+
+Figures are drawn from the database and the Parquet time series, never from
+the engine: a report can be rebuilt at any time without rerunning anything.
+The pages need no server and no network (plain HTML, inline CSS, one small
+inline script that flags images that failed to load).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import json
+import math
+import re
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import pandas as pd
+
+from . import __version__
+from .figures import (
+    default_figure_specs,
+    metric_label,
+    run_distribution_figure,
+    short_label,
+    run_timeseries_figure,
+    stability_figure,
+    sweep_figure,
+)
+from .store import Results, load
+
+__all__ = ["write_report", "key_metrics"]
+
+_CSS = """
+body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222;line-height:1.45}
+h1{font-size:1.6em;margin-bottom:.2em}h2{font-size:1.25em;margin-top:1.8em;border-bottom:1px solid #ddd;padding-bottom:.2em}
+h3{font-size:1.05em;margin-top:1.2em}
+table{border-collapse:collapse;font-size:.86em;margin:.6em 0}
+th,td{border-bottom:1px solid #e4e4e4;padding:.25em .6em;text-align:right;white-space:nowrap}
+th{background:#f5f5f5}td.l,th.l{text-align:left;white-space:normal}
+.muted{color:#666}.warn{background:#fff7e0;border-left:4px solid #e0a800;padding:.5em .8em;margin:.8em 0}
+.err{background:#fdecea;border-left:4px solid #c62828;padding:.5em .8em;margin:.8em 0}
+figure{margin:1em 1em 1em 0;display:inline-block;vertical-align:top;max-width:100%}
+figure.half{max-width:48%}@media (max-width:900px){figure.half{max-width:100%}}
+.tw{overflow-x:auto}
+figure img{max-width:100%;border:1px solid #eee}figcaption{font-size:.85em;color:#444;max-width:640px}
+pre{background:#f7f7f7;padding:.8em;overflow-x:auto;font-size:.82em}
+details{margin:.4em 0}summary{cursor:pointer}
+.broken{outline:3px solid #c62828}
+"""
+
+_SCRIPT = """
+window.addEventListener('load', function () {
+  var imgs = document.querySelectorAll('img'), ok = 0;
+  imgs.forEach(function (img) {
+    if (img.complete && img.naturalWidth > 0) { ok++; }
+    else {
+      img.classList.add('broken');
+      var note = document.createElement('p');
+      note.className = 'err';
+      note.textContent = 'figure file missing: ' + img.getAttribute('src');
+      img.parentNode.insertBefore(note, img.nextSibling);
+    }
+  });
+  document.body.setAttribute('data-images-loaded', ok + '/' + imgs.length);
+});
+"""
+
+
+def _page(title: str, body: str) -> str:
+    return (
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        f"<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\"><title>{html.escape(title)}</title>"
+        f"<style>{_CSS}</style></head><body>\n{body}\n<script>{_SCRIPT}</script></body></html>\n"
+    )
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-") or "experiment"
+
+
+def _fmt(v: Any, digits: int = 3) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, (float, np.floating, int, np.integer)) and not isinstance(v, bool):
+        v = float(v)
+        if math.isnan(v):
+            return "-"
+        a = abs(v)
+        if a >= 1000:
+            return f"{v:,.0f}"
+        if a >= 10:
+            return f"{v:.1f}"
+        if a >= 1e-3 or v == 0:
+            return f"{v:.{digits}f}"
+        return f"{v:.2e}"
+    return html.escape(str(v))
+
+
+def _pm(mu: Any, ci: Any) -> str:
+    """Mean and CI half-width with the same number of decimals."""
+    try:
+        mu, ci = float(mu), float(ci)
+    except (TypeError, ValueError):
+        return "-"
+    if math.isnan(mu):
+        return "-"
+    a = abs(mu)
+    d = 0 if a >= 100 else 1 if a >= 10 else 3
+    return f"{mu:,.{d}f}" + (f" &plusmn; {ci:,.{d}f}" if not math.isnan(ci) else "")
+
+
+def key_metrics(n_flows: int, n_groups: int) -> list[str]:
+    """The run metrics shown in tables, by the shape of the scenario."""
+    if n_flows <= 1:
+        return ["utilization", "mean_srtt_l4", "mean_est_qdelay_l4", "total_retransmissions_l4", "total_rtos_l4", "mean_queue_delay_ms"]
+    out = ["throughput_ratio", "jain_index"]
+    if n_groups > 1:
+        out.append("group_throughput_ratio")
+    return out + ["utilization", "mean_queue_delay_ms", "total_retransmissions_l4", "total_rtos_l4"]
+
+
+def _figure_html(files: list[Path], rel_to: Path, caption: str, cls: str = "") -> str:
+    png = files[0]
+    rel = png.relative_to(rel_to).as_posix()
+    vec = files[1].relative_to(rel_to).as_posix() if len(files) > 1 else rel
+    kind = files[1].suffix[1:].upper() if len(files) > 1 else "PNG"
+    return (f"<figure{' class=' + cls if cls else ''}><a href=\"{html.escape(vec)}\"><img src=\"{html.escape(rel)}\" alt=\"{html.escape(caption)}\" loading=\"eager\"></a>"
+            f"<figcaption>{html.escape(caption)} <a href=\"{html.escape(vec)}\">{kind}</a></figcaption></figure>")
+
+
+def _buffer_packets(engine: dict) -> float | None:
+    b = engine.get("network", {}).get("buffer", {})
+    if "packets" in b:
+        return float(b["packets"])
+    if "bytes" in b:
+        return float(b["bytes"]) / 1500
+    return None
+
+
+def write_report(directory: str | Path, out: str | Path | None = None, per_run: str = "first",
+                 progress: Callable[[str], None] | None = None, experiments: list[str] | None = None) -> Path:
+    """Writes the HTML report of a results directory; returns the index page.
+
+    `per_run`: "first" draws the run figures of the first repetition of each
+    grid point, "all" of every run, "none" of none.
+    """
+    res = load(directory)
+    out_dir = Path(out) if out else Path(directory) / "report"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    say = progress or (lambda msg: None)
+    rows = []
+    exps = res.experiments
+    if experiments:
+        exps = exps[exps.experiment_id.isin(experiments) | exps.name.isin(experiments)]
+    for _, exp in exps.iterrows():
+        say(f"figures for {exp.experiment_id}")
+        page = _experiment_page(res, exp, out_dir, per_run, say)
+        runs = res.runs[res.runs.experiment_id == exp.experiment_id]
+        counts = runs.status.value_counts().to_dict()
+        rows.append((exp, page, counts))
+    body = [f"<h1>ccarena results</h1><p class=\"muted\">{html.escape(str(Path(directory)))} &middot; report written "
+            f"{datetime.now().strftime('%Y-%m-%d %H:%M')} by ccarena {html.escape(__version__)}</p>"]
+    if not rows:
+        body.append("<p>No experiments in this results directory yet.</p>")
+    else:
+        body.append("<table><tr><th class=l>experiment</th><th class=l>what it shows</th><th>runs ok</th><th>failed</th><th>skipped</th><th>pending</th></tr>")
+        for exp, page, counts in rows:
+            label = exp.experiment_id
+            body.append(
+                f"<tr><td class=l><a href=\"{html.escape(page.relative_to(out_dir).as_posix())}\">{html.escape(label)}</a></td>"
+                f"<td class=l>{html.escape(exp.description)}{' <span class=muted>(' + html.escape(_short_notes(exp)) + ')</span>' if _short_notes(exp) else ''}</td>"
+                f"<td>{counts.get('ok', 0)}</td><td>{counts.get('error', 0)}</td><td>{counts.get('skipped', 0)}</td><td>{counts.get('pending', 0)}</td></tr>"
+            )
+        body.append("</table>")
+    index = out_dir / "index.html"
+    index.write_text(_page("ccarena results", "\n".join(body)))
+    return index
+
+
+def _short_notes(exp) -> str:
+    req = json.loads(exp.requires or "[]")
+    return ("needs " + ", ".join(req)) if req else ""
+
+
+def _experiment_page(res: Results, exp, out_dir: Path, per_run: str, say) -> Path:
+    eid = exp.experiment_id
+    d = out_dir / _slug(eid)
+    d.mkdir(parents=True, exist_ok=True)
+    runs = res.runs[res.runs.experiment_id == eid]
+    ok = runs[runs.status == "ok"]
+    axes = json.loads(exp["axes"] or "[]")
+    specs = json.loads(exp.figures or "[]")
+    flows = res.flows[res.flows.run_id.isin(ok.run_id)]
+    n_flows = int(flows.groupby("run_id").size().max()) if len(flows) else 0
+    n_groups = int(flows.groupby("run_id")["group"].nunique().max()) if len(flows) else 0
+    if not specs:
+        specs = default_figure_specs(axes, n_flows)
+    points = res.points(eid) if len(ok) else pd.DataFrame()
+    body = [f"<p><a href=\"../index.html\">&larr; all experiments</a></p><h1>{html.escape(exp['name'])}"
+            f"{' <span class=muted>(' + html.escape(exp.variant) + ')</span>' if exp.variant else ''}</h1>",
+            f"<p>{html.escape(exp.description)}</p>"]
+    if exp.source:
+        body.append(f"<p class=muted>Source: {html.escape(exp.source)}</p>")
+    req = json.loads(exp.requires or "[]")
+    if req:
+        body.append(f"<div class=warn><b>Runs without:</b> {html.escape(', '.join(req))} (not in the engine yet). {html.escape(exp.notes or '')}</div>")
+    elif exp.notes:
+        body.append(f"<div class=warn>{html.escape(exp.notes)}</div>")
+    if exp.variant == "quick":
+        body.append("<div class=warn><b>Quick mode:</b> shorter runs and fewer repetitions than the full set-up, so the "
+                    f"confidence intervals are wider. The full set-up: <code>ccarena reproduce {html.escape(exp['name'])} --full</code>.</div>")
+    counts = runs.status.value_counts().to_dict()
+    body.append("<p>" + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())) + f" of {len(runs)} runs"
+                + (f"; {len(points)} grid points" if len(points) else "") + ".</p>")
+    skipped = runs[runs.status == "skipped"]
+    if len(skipped):
+        reasons = skipped.skip_reason.value_counts().to_dict()
+        body.append("<div class=warn>Skipped: " + "; ".join(f"{html.escape(str(k))} ({v} runs)" for k, v in reasons.items())
+                    + ". They run automatically once the engine has them (rerun the same command).</div>")
+    failed = runs[runs.status == "error"]
+    if len(failed):
+        items = "".join(f"<li><code>{html.escape(r.run_id)}</code> {html.escape(str({a['name']: json.loads(r.params).get(a['name']) for a in axes}))}: {html.escape(str(r.error))}</li>" for _, r in failed.head(20).iterrows())
+        body.append(f"<div class=err><b>{len(failed)} runs failed</b> (rerun the sweep to retry them):<ul>{items}</ul></div>")
+
+    # ---- experiment figures
+    if len(points) and specs:
+        body.append("<h2>Figures</h2>")
+        interval = 0.1
+        for k, spec in enumerate(specs):
+            name = spec.get("name", f"{spec.get('kind', 'sweep')}-{spec.get('y', 'cov')}-vs-{spec.get('x', 'timescale')}")
+            base = d / _slug(name)
+            try:
+                if spec.get("kind", "sweep") == "stability":
+                    files = stability_figure(points, spec, base, interval)
+                else:
+                    files = sweep_figure(points, spec, base)
+            except KeyError as e:
+                body.append(f"<p class=err>figure {html.escape(name)}: no column {html.escape(str(e))} in the results</p>")
+                continue
+            cap = (spec["caption"].rstrip(".") + "; " + _stat_note(spec, points)) if spec.get("caption") else _default_caption(spec, points)
+            body.append(_figure_html(files, d, cap, "half"))
+
+    # ---- metrics table
+    if len(points):
+        names = [a["name"] for a in axes]
+        km = key_metrics(n_flows, n_groups)
+        for spec in specs:
+            y = spec.get("y")
+            if isinstance(y, str) and y not in km and y in points:
+                km.append(y)
+        body.append("<h2>Metrics</h2><p class=muted>Mean over repetitions &plusmn; half-width of the 95 % confidence interval "
+                    "(Student's t). Every metric of every grid point: <a href=\"points.csv\">points.csv</a>; "
+                    "definitions in docs/metrics.md.</p>")
+        head = "".join(f"<th class=l>{html.escape(n)}</th>" for n in names) + "<th>n</th>" + "".join(f"<th title=\"{html.escape(m)}\">{html.escape(short_label(m))}</th>" for m in km)
+        trs = []
+        for _, p in points.iterrows():
+            cells = "".join(f"<td class=l>{_fmt(p.get(n))}</td>" for n in names) + f"<td>{int(p.n)}</td>"
+            for m in km:
+                mu, ci = p.get(m, float('nan')), p.get(f"{m}_ci95", float('nan'))
+                cells += f"<td>{_pm(mu, ci)}</td>"
+            trs.append(f"<tr>{cells}</tr>")
+        body.append(f"<div class=tw><table><tr>{head}</tr>{''.join(trs)}</table></div>")
+        points.to_csv(d / "points.csv", index=False)
+
+    # ---- per-run figures
+    if per_run != "none" and len(ok):
+        chosen = ok if per_run == "all" else ok[ok.repetition == ok.groupby("point").repetition.transform("min")]
+        body.append(f"<h2>Runs</h2><p class=muted>Time series and distributions of {'every run' if per_run == 'all' else 'the first repetition of each grid point'}. "
+                    "Per-flow tables of all runs are in the database (<code>ccarena.load(DIR).flows</code>).</p>")
+        for _, r in chosen.iterrows():
+            values = json.loads(r.params)
+            params = ", ".join(f"{a['name']} = {values.get(a['name'])}" for a in axes) or "single run"
+            label = f"{params}, seed {r.seed}"
+            say(f"  run {r.run_id} ({label})")
+            try:
+                ts, q = res.timeseries(r.run_id), res.queue(r.run_id)
+            except FileNotFoundError:
+                continue
+            fl = res.flows[res.flows.run_id == r.run_id].set_index("flow")
+            engine = json.loads(r.engine_config) if isinstance(r.engine_config, str) else {}
+            warm = engine.get("run", {}).get("warmup", 0) / 1e9
+            rd = d / "runs"
+            # A run never changes (its id is its content), so its figures are drawn once
+            # (per title: the same run may be labelled differently by another sweep).
+            tag = f"{r.run_id}-{hashlib.sha256(label.encode()).hexdigest()[:6]}"
+            f1 = [rd / f"{tag}-timeseries.{e}" for e in ("png", "svg")]
+            if not all(p.exists() for p in f1):
+                f1 = run_timeseries_figure(ts, q, fl, rd / f"{tag}-timeseries", title=label, warmup_s=warm, buffer_packets=_buffer_packets(engine))
+            f2 = [rd / f"{tag}-distributions.{e}" for e in ("png", "svg")]
+            if not all(p.exists() for p in f2):
+                rate = engine.get("network", {}).get("bottleneck_rate")
+                f2 = run_distribution_figure(ts, fl, rd / f"{tag}-distributions", title=label,
+                                             capacity_mbps=rate * 1448 / 1500 / 1e6 if rate else None)
+            ftab = "".join(
+                f"<tr><td>{i}</td><td class=l>{html.escape(str(f.label))}</td><td>{f.rtt_ms:g}</td><td>{f.start_s:.3g}</td><td>{f.throughput_mbps:.2f}</td>"
+                f"<td>{_fmt(f.mean_cwnd)}</td><td>{_fmt(f.mean_srtt_ms)}</td><td>{int(f.retransmissions)}</td><td>{int(f.rtos)}</td></tr>"
+                for i, f in fl.iterrows()
+            )
+            body.append(
+                f"<details open><summary><b>{html.escape(label)}</b> <span class=muted>run {html.escape(r.run_id)}</span></summary>"
+                "<div class=tw><table><tr><th>flow</th><th class=l>label</th><th>RTT ms</th><th>start s</th><th>Mbps</th><th>cwnd</th><th>sRTT ms</th><th>retrans</th><th>RTOs</th></tr>"
+                f"{ftab}</table></div>{_figure_html(f1, d, 'Throughput, cwnd, sRTT per flow and the bottleneck queue over time.')}"
+                f"{_figure_html(f2, d, 'eCDFs of throughput and sRTT samples, and each flow’s mean operating point.')}</details>"
+            )
+
+    body.append(f"<h2>Scenario</h2><pre>{html.escape(exp.scenario_toml)}</pre>")
+    page = d / "index.html"
+    page.write_text(_page(f"{eid} - ccarena", "\n".join(body)))
+    return page
+
+
+def _stat_note(spec: dict, points: pd.DataFrame) -> str:
+    n = int(points.n.max()) if "n" in points and len(points) else 0
+    if n <= 1:
+        return "one repetition."
+    if spec.get("yscale") == "log" and spec.get("kind", "sweep") == "sweep":
+        return f"geometric mean of {n} repetitions, bars: 95 % confidence interval of the logarithm."
+    return f"mean of {n} repetitions, bars: 95 % confidence interval."
+
+
+def _default_caption(spec: dict, points: pd.DataFrame) -> str:
+    y = metric_label(spec.get("y", "cov_throughput_l7")) if spec.get("kind", "sweep") == "sweep" else "CoV of per-flow throughput against the averaging time scale"
+    x = spec.get("x", "")
+    parts = [f"{y} against {x}" if spec.get("kind", "sweep") == "sweep" else y]
+    if spec.get("series"):
+        parts.append(f"one line per {spec['series']}")
+    if spec.get("panels"):
+        parts.append(f"one panel per {spec['panels']}")
+    n = int(points.n.max()) if "n" in points and len(points) else 0
+    if spec.get("yscale") == "log":
+        parts.append(f"geometric mean of {n} repetitions, bars: 95 % confidence interval of the logarithm" if n > 1 else "one repetition")
+    else:
+        parts.append(f"mean of {n} repetitions, bars: 95 % confidence interval" if n > 1 else "one repetition")
+    return "; ".join(parts) + "."

@@ -1,0 +1,444 @@
+"""The results store: one embedded DuckDB database per results directory, plus
+Parquet time series and the raw run records beside it.
+
+    DIR/ccarena.duckdb            experiments, experiment_runs, params, runs, flows, metrics
+    DIR/timeseries/<run>.parquet  per-flow samples (RunResult.timeseries)
+    DIR/queue/<run>.parquet       bottleneck samples (RunResult.queue)
+    DIR/records/<run>.json.gz     the engine's raw record (metrics can be recomputed from it)
+
+Only the process that runs a sweep writes (workers return records). Files are
+written under a temporary name and renamed; then the run's rows go into the
+database in one transaction. A sweep killed at any instant therefore leaves a
+valid database in which every run is either complete or absent. The schema is
+documented in docs/results.md.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+import os
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Iterable
+
+import numpy as np
+import pandas as pd
+
+from . import __version__
+from .metrics import flow_metrics, mean_ci, run_metrics
+from .scenario import Scenario, dump_toml
+
+__all__ = ["Store", "Results", "load", "StoreError", "analyse", "DB_NAME", "SCHEMA_VERSION"]
+
+DB_NAME = "ccarena.duckdb"
+SCHEMA_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR);
+CREATE TABLE IF NOT EXISTS experiments (
+    experiment_id VARCHAR PRIMARY KEY,
+    name VARCHAR, variant VARCHAR, description VARCHAR, source VARCHAR, notes VARCHAR,
+    requires VARCHAR, scenario_toml VARCHAR, axes VARCHAR, figures VARCHAR,
+    n_runs INTEGER, ccarena_version VARCHAR, updated_at TIMESTAMP
+);
+CREATE TABLE IF NOT EXISTS experiment_runs (
+    experiment_id VARCHAR, run_id VARCHAR, point INTEGER, repetition INTEGER, seed UBIGINT,
+    params VARCHAR, skip_reason VARCHAR,
+    PRIMARY KEY (experiment_id, run_id)
+);
+CREATE TABLE IF NOT EXISTS params (
+    experiment_id VARCHAR, run_id VARCHAR, name VARCHAR, value VARCHAR, value_num DOUBLE
+);
+CREATE TABLE IF NOT EXISTS runs (
+    run_id VARCHAR PRIMARY KEY, scenario_hash VARCHAR, seed UBIGINT, ccarena_version VARCHAR,
+    status VARCHAR, error VARCHAR, wall_time_s DOUBLE, simulated_s DOUBLE, events UBIGINT,
+    scenario VARCHAR, engine_config VARCHAR, finished_at TIMESTAMP
+);
+CREATE TABLE IF NOT EXISTS flows (
+    run_id VARCHAR, flow INTEGER, "group" INTEGER, label VARCHAR, cca VARCHAR,
+    rtt_ms DOUBLE, start_s DOUBLE, throughput_mbps DOUBLE, mean_cwnd DOUBLE, mean_srtt_ms DOUBLE,
+    retransmissions BIGINT, rtos BIGINT, drops BIGINT, recoveries BIGINT, undos BIGINT, tlps BIGINT,
+    segments_sent BIGINT, bytes_sent BIGINT, bytes_delivered BIGINT,
+    window_retransmissions BIGINT, window_rtos BIGINT, size_bytes BIGINT, fct_s DOUBLE,
+    window_start_s DOUBLE, window_end_s DOUBLE,
+    PRIMARY KEY (run_id, flow)
+);
+CREATE TABLE IF NOT EXISTS metrics (run_id VARCHAR, flow INTEGER, name VARCHAR, value DOUBLE);
+"""
+
+_FLOW_COLUMNS = [
+    "run_id", "flow", "group", "label", "cca", "rtt_ms", "start_s", "throughput_mbps", "mean_cwnd", "mean_srtt_ms",
+    "retransmissions", "rtos", "drops", "recoveries", "undos", "tlps", "segments_sent", "bytes_sent", "bytes_delivered",
+    "window_retransmissions", "window_rtos", "size_bytes", "fct_s", "window_start_s", "window_end_s",
+]
+
+
+class StoreError(RuntimeError):
+    """The results directory cannot be used (missing, locked by a running sweep, newer schema)."""
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc).replace(tzinfo=None)
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def _atomic_parquet(df: pd.DataFrame, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    df.to_parquet(tmp, index=False)
+    os.replace(tmp, path)
+
+
+def _json(v: Any) -> str:
+    return json.dumps(v, sort_keys=True, default=str)
+
+
+def _num(v: Any) -> float | None:
+    from .sweep import numeric
+
+    x = numeric(v)
+    return None if x is None or (isinstance(x, float) and math.isnan(x)) else x
+
+
+def analyse(doc: dict, engine: dict, record: dict, wall_time_s: float = 0.0):
+    """Record -> (RunResult, flows DataFrame, flow metrics, run metrics). Pure: no I/O."""
+    from .result import RunResult
+
+    sc = Scenario(doc=doc, engine=engine)
+    result = RunResult(scenario=sc, record=record, wall_time_s=wall_time_s)
+    fm = flow_metrics(result)
+    rm = run_metrics(result, fm)
+    return result, result.flows, fm, rm
+
+
+class Store:
+    """Read/write access to one results directory. Use as a context manager."""
+
+    def __init__(self, directory: str | Path, read_only: bool = False, lock_wait_s: float = 10.0):
+        self.dir = Path(directory)
+        self.read_only = read_only
+        self.lock_wait_s = lock_wait_s
+        self._con = None
+        self.db = self.dir / DB_NAME
+        if read_only and not self.db.exists():
+            raise StoreError(f"{self.dir}: no results database here (expected {DB_NAME}); run `ccarena sweep` first")
+        if not read_only:
+            self.dir.mkdir(parents=True, exist_ok=True)
+        con = self.con
+        if not read_only:
+            con.execute(_SCHEMA)
+            con.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
+        else:
+            try:
+                v = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+            except Exception:
+                raise StoreError(f"{self.db}: not a ccarena results database") from None
+            if v is None or int(v[0]) > SCHEMA_VERSION:
+                raise StoreError(f"{self.db}: written by a newer ccarena (schema {v and v[0]}); upgrade to read it")
+
+    @property
+    def con(self):
+        """The open connection; opened on first use, waiting while another
+        process holds the database (DuckDB lets one process at a time in)."""
+        if self._con is None:
+            import duckdb
+
+            deadline = time.monotonic() + self.lock_wait_s
+            while True:
+                try:
+                    self._con = duckdb.connect(str(self.db), read_only=self.read_only)
+                    break
+                except duckdb.IOException as e:
+                    if "lock" not in str(e).lower():
+                        raise StoreError(f"{self.db}: cannot open the results database: {e}") from None
+                    if time.monotonic() > deadline:
+                        raise StoreError(f"{self.dir}: the results database is in use by another process (a running sweep?); try again") from None
+                    time.sleep(0.05)
+        return self._con
+
+    def release(self) -> None:
+        """Closes the connection so that other processes (e.g. `ccarena results`) can read
+        while a sweep waits for its next run; the next use reopens it."""
+        if self._con is not None:
+            try:
+                self._con.close()
+            finally:
+                self._con = None
+
+    def __enter__(self) -> "Store":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        try:
+            self.release()
+        except Exception:
+            pass
+
+    # ---- paths ----
+
+    def timeseries_path(self, run_id: str) -> Path:
+        return self.dir / "timeseries" / f"{run_id}.parquet"
+
+    def queue_path(self, run_id: str) -> Path:
+        return self.dir / "queue" / f"{run_id}.parquet"
+
+    def record_path(self, run_id: str) -> Path:
+        return self.dir / "records" / f"{run_id}.json.gz"
+
+    # ---- writes ----
+
+    def _transaction(self, fn) -> None:
+        self.con.execute("BEGIN TRANSACTION")
+        try:
+            fn()
+        except BaseException:
+            self.con.execute("ROLLBACK")
+            raise
+        self.con.execute("COMMIT")
+
+    def _insert_df(self, table: str, df: pd.DataFrame, replace: bool = False) -> None:
+        self.con.register("_ccarena_rows", df)
+        try:
+            self.con.execute(f"INSERT {'OR REPLACE ' if replace else ''}INTO {table} SELECT * FROM _ccarena_rows")
+        finally:
+            self.con.unregister("_ccarena_rows")
+
+    def completed(self) -> set[str]:
+        """Ids of runs stored with status 'ok'."""
+        return {r[0] for r in self.con.execute("SELECT run_id FROM runs WHERE status = 'ok'").fetchall()}
+
+    def failed(self) -> set[str]:
+        return {r[0] for r in self.con.execute("SELECT run_id FROM runs WHERE status = 'error'").fetchall()}
+
+    def register_experiment(self, experiment_id: str, name: str, variant: str, doc: dict, specs: list) -> None:
+        """Creates or replaces an experiment and the list of runs it is made of (one transaction)."""
+        from .sweep import describe_axes
+
+        def tx():
+            self.con.execute("DELETE FROM experiments WHERE experiment_id = ?", [experiment_id])
+            self.con.execute("DELETE FROM experiment_runs WHERE experiment_id = ?", [experiment_id])
+            self.con.execute("DELETE FROM params WHERE experiment_id = ?", [experiment_id])
+            self.con.execute(
+                "INSERT INTO experiments VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    experiment_id, name, variant, str(doc.get("description", "")), str(doc.get("source", "")),
+                    str(doc.get("notes", "")), _json(doc.get("requires", [])), dump_toml(doc),
+                    _json(describe_axes(doc)), _json(doc.get("figures", [])), len(specs), __version__, _now(),
+                ],
+            )
+            er = pd.DataFrame(
+                {
+                    "experiment_id": experiment_id,
+                    "run_id": [s.run_id for s in specs],
+                    "point": [s.point for s in specs],
+                    "repetition": [s.repetition for s in specs],
+                    "seed": [s.seed for s in specs],
+                    "params": [_json(s.params) for s in specs],
+                    "skip_reason": [s.skip_reason for s in specs],
+                }
+            )
+            if len(er):
+                self._insert_df("experiment_runs", er, replace=True)
+            rows = [(experiment_id, s.run_id, k, _json(v), _num(v)) for s in specs for k, v in s.params.items()]
+            if rows:
+                self._insert_df("params", pd.DataFrame(rows, columns=["experiment_id", "run_id", "name", "value", "value_num"]))
+
+        self._transaction(tx)
+
+    def store_run(self, spec, record_json: str, wall_time_s: float) -> dict[str, float]:
+        """Analyses a finished run and stores it: files first, then its rows in one transaction.
+
+        Returns the run-level metrics."""
+        record = json.loads(record_json)
+        result, flows, fm, rm = analyse(spec.doc, spec.engine, record, wall_time_s)
+        rid = spec.run_id
+        _atomic_write(self.record_path(rid), gzip.compress(record_json.encode(), compresslevel=5))
+        _atomic_parquet(result.timeseries, self.timeseries_path(rid))
+        _atomic_parquet(result.queue, self.queue_path(rid))
+        self._insert_rows(rid, spec.scenario_hash, spec.seed, spec.doc, spec.engine, record, wall_time_s, flows, fm, rm)
+        return rm
+
+    def _insert_rows(self, rid, scenario_hash, seed, doc, engine, record, wall_time_s, flows, fm, rm) -> None:
+        fdf = flows.reset_index()
+        fdf.insert(0, "run_id", rid)
+        fdf = fdf[_FLOW_COLUMNS]
+        mrows = [(rid, None, k, _finite(v)) for k, v in rm.items()]
+        mrows += [(rid, i, k, _finite(v)) for i, m in enumerate(fm) for k, v in m.items()]
+        mdf = pd.DataFrame(mrows, columns=["run_id", "flow", "name", "value"]).astype({"flow": "Int64"})
+        engine_public = {k: v for k, v in engine.items() if not k.startswith("_")}
+
+        def tx():
+            for table in ("runs", "flows", "metrics"):
+                self.con.execute(f"DELETE FROM {table} WHERE run_id = ?", [rid])
+            self.con.execute(
+                "INSERT INTO runs VALUES (?, ?, ?, ?, 'ok', NULL, ?, ?, ?, ?, ?, ?)",
+                [rid, scenario_hash, seed, __version__, wall_time_s, record["duration_ns"] / 1e9, record.get("events", 0),
+                 _json(doc), _json(engine_public), _now()],
+            )
+            self._insert_df("flows", fdf)
+            self._insert_df("metrics", mdf)
+
+        self._transaction(tx)
+
+    def store_failure(self, spec, error: str, wall_time_s: float) -> None:
+        """Records a run that crashed, with its error (it will be retried by the next sweep)."""
+        engine_public = {k: v for k, v in (spec.engine or {}).items() if not k.startswith("_")}
+
+        def tx():
+            for table in ("runs", "flows", "metrics"):
+                self.con.execute(f"DELETE FROM {table} WHERE run_id = ?", [spec.run_id])
+            self.con.execute(
+                "INSERT INTO runs VALUES (?, ?, ?, ?, 'error', ?, ?, ?, 0, ?, ?, ?)",
+                [spec.run_id, spec.scenario_hash, spec.seed, __version__, error[:4000], wall_time_s, spec.simulated_s,
+                 _json(spec.doc), _json(engine_public), _now()],
+            )
+
+        self._transaction(tx)
+
+    def recompute_metrics(self, progress=None) -> int:
+        """Recomputes flows and metrics of every stored run from its raw record; returns the count."""
+        rows = self.con.execute("SELECT run_id, scenario_hash, seed, scenario, engine_config, wall_time_s FROM runs WHERE status = 'ok'").fetchall()
+        for k, (rid, sh, seed, doc, engine, wall) in enumerate(rows):
+            record = self.record(rid)
+            doc, engine = json.loads(doc), json.loads(engine)
+            engine["_groups"] = Scenario.from_dict(doc).engine["_groups"]
+            _, flows, fm, rm = analyse(doc, engine, record, wall)
+            self._insert_rows(rid, sh, seed, doc, engine, record, wall, flows, fm, rm)
+            if progress:
+                progress(k + 1, len(rows))
+        return len(rows)
+
+    # ---- reads ----
+
+    def record(self, run_id: str) -> dict:
+        return json.loads(gzip.decompress(self.record_path(run_id).read_bytes()))
+
+    def df(self, sql: str, params: Iterable | None = None) -> pd.DataFrame:
+        return self.con.execute(sql, list(params or [])).df()
+
+
+def _finite(v: Any) -> float | None:
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return None
+    return f if math.isfinite(f) else None
+
+
+@dataclass
+class Results:
+    """A results directory as DataFrames (``ccarena.load(DIR)``).
+
+    * ``experiments``: one row per experiment (name, variant, description, source, notes, scenario ...)
+    * ``runs``: one row per (experiment, run): point, repetition, seed, status, the swept
+      parameters as columns and every run-level metric as a column
+    * ``flows``: one row per (run, flow): identity, throughput, counters and every flow metric
+    * ``metrics``: long format (run_id, flow or NA for run-level, name, value)
+
+    ``points(experiment)`` gives mean, 95 % CI and n across repetitions per grid
+    point; ``timeseries(run_id)`` / ``queue(run_id)`` read the Parquet files and
+    ``result(run_id)`` rebuilds a ``RunResult`` from the raw record.
+    """
+
+    directory: Path
+    experiments: pd.DataFrame
+    runs: pd.DataFrame
+    flows: pd.DataFrame
+    metrics: pd.DataFrame
+
+    def timeseries(self, run_id: str) -> pd.DataFrame:
+        return pd.read_parquet(self.directory / "timeseries" / f"{run_id}.parquet")
+
+    def queue(self, run_id: str) -> pd.DataFrame:
+        return pd.read_parquet(self.directory / "queue" / f"{run_id}.parquet")
+
+    def record(self, run_id: str) -> dict:
+        return json.loads(gzip.decompress((self.directory / "records" / f"{run_id}.json.gz").read_bytes()))
+
+    def result(self, run_id: str):
+        from .result import RunResult
+
+        row = self.runs[self.runs.run_id == run_id].iloc[0]
+        sc = Scenario.from_dict(json.loads(row.scenario))
+        return RunResult(scenario=sc, record=self.record(run_id), wall_time_s=float(row.wall_time_s))
+
+    def param_names(self, experiment_id: str) -> list[str]:
+        row = self.experiments[self.experiments.experiment_id == experiment_id]
+        if not len(row):
+            return []
+        return [a["name"] for a in json.loads(row.iloc[0]["axes"])]
+
+    def points(self, experiment_id: str, metrics: list[str] | None = None) -> pd.DataFrame:
+        """Mean, 95 % CI half-width and n of each run-level metric per grid point."""
+        runs = self.runs[(self.runs.experiment_id == experiment_id) & (self.runs.status == "ok")]
+        names = self.param_names(experiment_id)
+        if metrics is None:
+            metrics = [c for c in self.metric_names if c in runs.columns]
+        rows = []
+        for point, g in runs.groupby("point", sort=True):
+            row: dict[str, Any] = {"point": point}
+            values = json.loads(g["params"].iloc[0])
+            for p in names:
+                row[p] = values.get(p)
+            for m in metrics:
+                vals = g[m].to_numpy(dtype=float) if m in g else np.array([])
+                mu, ci, n = mean_ci(vals)
+                row[m] = mu
+                row[f"{m}_ci95"] = ci
+                # On the log scale (for ratios drawn on log axes): geometric mean and the CI of the logs.
+                pos = vals[~np.isnan(vals)]
+                if len(pos) and (pos > 0).all():
+                    lmu, lci, _ = mean_ci(np.log(pos))
+                    row[f"{m}_gmean"], row[f"{m}_log_ci95"] = float(np.exp(lmu)), lci
+            row["n"] = len(g)
+            rows.append(row)
+        return pd.DataFrame(rows)
+
+    @cached_property
+    def metric_names(self) -> list[str]:
+        if not len(self.metrics):
+            return []
+        return list(dict.fromkeys(self.metrics[self.metrics.flow.isna()].name))
+
+
+def load(directory: str | Path) -> Results:
+    """Reads a results directory (written by `ccarena sweep`) into DataFrames."""
+    d = Path(directory)
+    with Store(d, read_only=True) as st:
+        experiments = st.df("SELECT * FROM experiments ORDER BY name, variant")
+        er = st.df(
+            "SELECT er.experiment_id, er.run_id, er.point, er.repetition, er.seed, er.params, er.skip_reason, "
+            "r.scenario_hash, r.ccarena_version, r.status, r.error, r.wall_time_s, r.simulated_s, r.events, r.scenario, r.engine_config, r.finished_at "
+            "FROM experiment_runs er LEFT JOIN runs r USING (run_id) ORDER BY er.experiment_id, er.point, er.repetition"
+        )
+        flows = st.df("SELECT * FROM flows ORDER BY run_id, flow")
+        metrics = st.df("SELECT * FROM metrics")
+    status = er.status.astype(object).where(er.status.notna(), None)
+    er["status"] = [s if s is not None else ("skipped" if sk is not None and not pd.isna(sk) else "pending") for s, sk in zip(status, er.skip_reason)]
+    params = pd.DataFrame([json.loads(p) for p in er.params], index=er.index)
+    params = params.drop(columns=[c for c in params.columns if c in er.columns])
+    runs = pd.concat([er, params], axis=1)  # `params` (JSON) keeps each experiment's values with their types
+    if len(metrics):
+        run_level = metrics[metrics.flow.isna()].pivot_table(index="run_id", columns="name", values="value", aggfunc="first")
+        runs = runs.merge(run_level, how="left", left_on="run_id", right_index=True)
+        flow_level = metrics[metrics.flow.notna()].pivot_table(index=["run_id", "flow"], columns="name", values="value", aggfunc="first")
+        flow_level = flow_level.drop(columns=[c for c in flow_level.columns if c in flows.columns])
+        flows = flows.merge(flow_level, how="left", left_on=["run_id", "flow"], right_index=True)
+    return Results(directory=d, experiments=experiments, runs=runs, flows=flows, metrics=metrics)

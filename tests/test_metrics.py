@@ -1,0 +1,72 @@
+import math
+
+import numpy as np
+import pytest
+
+from ccarena import metrics as m
+
+
+def test_fairness_indices_at_their_extremes():
+    assert m.jain_index([5, 5, 5]) == pytest.approx(1.0)
+    assert m.jain_index([1, 0, 0, 0]) == pytest.approx(0.25)
+    assert m.entropy_fairness([3, 3]) == pytest.approx(1.0)
+    assert m.entropy_fairness([1, 0]) == pytest.approx(0.0)
+    assert m.entropy_fairness([7]) == 1.0
+    assert m.product_fairness([2, 2, 2]) == pytest.approx(1.0)
+    assert m.product_fairness([1, 3]) == pytest.approx(0.75)  # (0.5)(1.5)
+    assert m.product_fairness([0, 3]) == 0.0
+    assert m.throughput_ratio([100, 25]) == 0.25
+
+
+def test_cov_and_time_scales():
+    assert m.cov([1, 1, 1]) == 0.0
+    assert m.cov([1, 3]) == pytest.approx(0.5)
+    # An alternating series is unstable at 0.1 s, perfectly stable at 0.2 s and above.
+    x = [0, 2] * 50
+    assert m.cov(x) == pytest.approx(1.0)
+    assert m.cov_at_timescale(x, 0.1, 0.2) == pytest.approx(0.0)
+    assert math.isnan(m.cov_at_timescale(x, 0.1, 10.0))  # fewer than two blocks
+
+
+def test_utilities_power_and_utilisation():
+    assert m.utility_pf([math.e, math.e]) == pytest.approx(1.0)
+    assert m.utility_mpdf([2, 0, 2]) == pytest.approx(-0.5)  # zero samples are left out
+    assert m.network_power([10, 20], [100, 100]) == pytest.approx(150.0)  # Mbps / s
+    assert m.utilization_bw([50, 50], 100e6) == pytest.approx(0.5)
+    # 100 Mbit/s x 12 ms = 100 full-size packets.
+    assert m.utilization_bdp([50, 150], 100e6, 12e6) == pytest.approx(1.0)
+    assert list(m.est_qdelay_ms([30, 25], [20, 26])) == [10.0, 0.0]
+
+
+def test_group_ratio_and_rtt_ratio():
+    assert m.group_throughput_ratio([10, 30, 20], [0, 1, 1]) == pytest.approx(0.4)
+    assert math.isnan(m.group_throughput_ratio([10, 30], [0, 0]))
+    assert m.rtt_ratio([16, 162]) == pytest.approx(162 / 16)
+
+
+def test_confidence_intervals():
+    assert m.t_quantile_975(1) == 12.706 and m.t_quantile_975(30) == 2.042
+    assert m.t_quantile_975(200) == pytest.approx(1.972, abs=2e-3)
+    mu, ci, n = m.mean_ci([1.0, 2.0, 3.0, np.nan])
+    assert (mu, n) == (2.0, 3) and ci == pytest.approx(4.303 * 1.0 / math.sqrt(3))
+    mu, ci, n = m.mean_ci([4.0])
+    assert mu == 4.0 and math.isnan(ci) and n == 1
+
+
+def test_run_metrics_from_a_record(small_scenario):
+    import ccarena
+
+    r = ccarena.run(str(small_scenario))
+    fm = m.flow_metrics(r)
+    rm = m.run_metrics(r, fm)
+    assert len(fm) == 2
+    for f, (_, row) in zip(fm, r.flows.iterrows()):
+        assert f["mean_throughput_l7"] == pytest.approx(row.throughput_mbps, rel=0.02)
+        assert f["total_retransmissions_l4"] == row.window_retransmissions
+    assert rm["jain_index"] == r.summary["jain_index"]
+    assert 0.5 < rm["mean_jains_fairness_throughput_l7"] <= 1.0
+    assert rm["rtt_ratio"] == 1.0 and math.isnan(rm["group_throughput_ratio"])
+    assert rm["mean_agg_throughput_l7"] == pytest.approx(sum(f["mean_throughput_l7"] for f in fm), rel=0.02)
+    names = set(rm) | set(fm[0])
+    for name in m.METRIC_INFO:
+        assert name in names, name
