@@ -4,11 +4,15 @@
 //! re-checks what the engine relies on, so that a bad value can never panic.
 
 use crate::cc::ParamValue;
+use crate::net::delay_line::JitterConfig;
+use crate::net::dynamics::DynamicsConfig;
 use crate::net::loss::LossSpec;
 use crate::net::queue::QueueLimit;
 use crate::tcp::TcpConfig;
+use crate::traffic::udp::UdpConfig;
+use crate::traffic::web::WebConfig;
+use crate::traffic::Direction;
 use crate::units::{Dur, Rate, Time};
-
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -26,6 +30,14 @@ pub struct NetworkConfig {
     /// Rate of every host's access link (default: 10 x the bottleneck).
     #[serde(default)]
     pub access_rate: Option<Rate>,
+    /// Give the reverse direction its own bottleneck (same rate, buffer and
+    /// discipline) even without reverse traffic, so ACKs queue behind each
+    /// other. It is always built when some traffic runs in reverse.
+    #[serde(default)]
+    pub reverse_bottleneck: bool,
+    /// Scheduled changes of the forward bottleneck (rate, delay, loss).
+    #[serde(default)]
+    pub dynamics: Vec<DynamicsConfig>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -50,6 +62,14 @@ pub struct FlowConfig {
     /// A label for reports (e.g. the flow group's name).
     #[serde(default)]
     pub label: String,
+    #[serde(default)]
+    pub direction: Direction,
+    /// Delay variation on the data direction's propagation leg (netem-like).
+    #[serde(default)]
+    pub jitter: Option<JitterConfig>,
+    /// Background traffic: counted in link utilisation, left out of fairness.
+    #[serde(default)]
+    pub background: bool,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -78,7 +98,14 @@ fn default_sample_interval() -> Dur {
 #[serde(deny_unknown_fields)]
 pub struct SimConfig {
     pub network: NetworkConfig,
+    #[serde(default)]
     pub flows: Vec<FlowConfig>,
+    /// Unresponsive UDP sources.
+    #[serde(default)]
+    pub udp: Vec<UdpConfig>,
+    /// Web-like short-flow generators.
+    #[serde(default)]
+    pub web: Vec<WebConfig>,
     pub run: RunConfig,
 }
 
@@ -87,6 +114,14 @@ pub struct SimConfig {
 const MAX_SEGMENTS: u128 = (u32::MAX - (1 << 24)) as u128;
 
 impl SimConfig {
+    /// Whether the run needs a reverse bottleneck.
+    pub fn has_reverse_traffic(&self) -> bool {
+        self.network.reverse_bottleneck
+            || self.flows.iter().any(|f| f.direction == Direction::Reverse)
+            || self.udp.iter().any(|u| u.direction == Direction::Reverse)
+            || self.web.iter().any(|w| w.direction == Direction::Reverse)
+    }
+
     /// Checks everything the engine assumes. Errors name the field.
     pub fn validate(&self) -> Result<(), String> {
         self.validate_with(&[])
@@ -111,8 +146,17 @@ impl SimConfig {
                 return Err("network.access_rate: must be positive".into());
             }
         }
-        if self.flows.is_empty() {
-            return Err("flows: at least one flow is required".into());
+        for (i, d) in n.dynamics.iter().enumerate() {
+            d.validate(&format!("network.dynamics[{i}]"))?;
+        }
+        if self.flows.is_empty() && self.udp.is_empty() && self.web.is_empty() {
+            return Err("flows: at least one flow (or a udp source or web generator) is required".into());
+        }
+        for (i, u) in self.udp.iter().enumerate() {
+            u.validate(&format!("udp[{i}]"))?;
+        }
+        for (i, w) in self.web.iter().enumerate() {
+            w.validate(&format!("web[{i}]"))?;
         }
         let r = &self.run;
         if r.duration.0 == 0 {
@@ -126,7 +170,7 @@ impl SimConfig {
         }
         // New data cannot run ahead of delivery by more than a window, and delivery
         // is bounded by the bottleneck.
-        let max_rate = n.bottleneck_rate.0 as u128;
+        let max_rate = n.dynamics.iter().map(|d| d.max_rate()).fold(n.bottleneck_rate.0, u64::max) as u128;
         for (i, f) in self.flows.iter().enumerate() {
             f.tcp.validate().map_err(|e| format!("flows[{i}].{e}"))?;
             if !external.iter().any(|n| n == &f.cca) {
@@ -142,6 +186,11 @@ impl SimConfig {
             }
             if f.size == Some(0) {
                 return Err(format!("flows[{i}].size: must be positive"));
+            }
+            if let Some(j) = &f.jitter {
+                if j.jitter.0 == 0 {
+                    return Err(format!("flows[{i}].jitter.jitter: must be positive"));
+                }
             }
             let window = (f.tcp.sndbuf.min(f.tcp.rcvbuf) / f.tcp.mss as u64) as u128;
             let segs = max_rate * r.duration.0 as u128 / 8 / 1_000_000_000 / f.tcp.mss as u128 + window;

@@ -31,6 +31,8 @@ pub const TIMER_KINDS: usize = 5;
 pub enum Event {
     /// The packet at the head of pipe `0` reaches the pipe's end.
     PipeHead(u32),
+    /// Delay line `0` has a packet due (or had one when this was scheduled).
+    LineHead(u32),
     /// Link `0` finishes transmitting its current packet.
     LinkDone(u32),
     /// A timer of flow `flow` may be due.
@@ -46,8 +48,13 @@ pub enum Event {
     /// A scheduled change of the path (trace, step, random walk); the index is
     /// into the run's list of scheduled changes.
     PathChange(u32),
-    /// A generic hook for traffic sources: source index.
+    /// A traffic source acts: UDP source `i` sends a datagram, or (for indices
+    /// past the UDP sources) a web generator opens a connection.
     Source(u32),
+    /// The measurement window of UDP source `0` opens.
+    UdpStart(u32),
+    /// The measurement window of UDP source `0` closes.
+    UdpStop(u32),
 }
 
 #[derive(Clone, Copy, Debug)]

@@ -9,6 +9,7 @@
 
 pub mod cc;
 pub mod config;
+pub mod dist;
 pub mod event;
 pub mod net;
 pub mod packet;
@@ -16,6 +17,7 @@ pub mod records;
 pub mod rng;
 pub mod sim;
 pub mod tcp;
+pub mod traffic;
 pub mod units;
 
 pub use config::{FlowConfig, NetworkConfig, RunConfig, SimConfig};

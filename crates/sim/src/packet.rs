@@ -121,6 +121,9 @@ pub struct Packet {
     pub reverse: bool,
     /// Position along the packet's route (index of the hop it is in).
     pub hop: u8,
+    /// Which occupant of a recycled flow slot sent it (web flows reuse the slots
+    /// of finished ones); endpoints ignore packets of an earlier occupant.
+    pub epoch: u16,
     pub payload: Payload,
 }
 
@@ -131,6 +134,7 @@ impl Packet {
             wire_bytes: HEADER_BYTES + seg.payload,
             reverse: false,
             hop: 0,
+            epoch: 0,
             payload: Payload::Data(seg),
         }
     }
@@ -140,8 +144,13 @@ impl Packet {
             wire_bytes: ACK_BYTES + ack.sack.wire_bytes(),
             reverse: true,
             hop: 0,
+            epoch: 0,
             payload: Payload::Ack(ack),
         }
+    }
+    /// A datagram of a UDP source (`flow` is the source's endpoint id).
+    pub fn datagram(flow: u32, wire_bytes: u32, seq: u32) -> Packet {
+        Packet { flow, wire_bytes, reverse: false, hop: 0, epoch: 0, payload: Payload::Datagram { seq } }
     }
     pub fn is_data(&self) -> bool {
         matches!(self.payload, Payload::Data(_))

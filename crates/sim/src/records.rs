@@ -85,3 +85,33 @@ pub struct QueueSeries {
     /// Link rate at the sample, bit/s.
     pub rate_bps: Vec<u64>,
 }
+
+/// One web-like short flow: what it transferred and how long it took.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct ShortFlowRecord {
+    /// Index of the web generator that opened it.
+    pub generator: u32,
+    pub size_bytes: u64,
+    /// Two-way propagation delay of its path.
+    pub rtt_ns: u64,
+    /// When it sent its SYN.
+    pub start_ns: u64,
+    /// Flow completion time: from the SYN until the receiver holds every byte
+    /// (None if the run ended first).
+    pub fct_ns: Option<u64>,
+    /// From the SYN until the sender saw the last byte acknowledged.
+    pub acked_ns: Option<u64>,
+    pub retransmissions: u64,
+    pub rtos: u64,
+    pub syn_retransmissions: u64,
+}
+
+/// Time series of a UDP source's sink.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct UdpSeries {
+    pub t_ns: Vec<u64>,
+    /// Wire bytes received over the last interval, bit/s.
+    pub throughput_bps: Vec<u64>,
+    /// Cumulative wire bytes received.
+    pub received_bytes: Vec<u64>,
+}

@@ -52,6 +52,10 @@ pub struct Link {
     loss: LossProcess,
     pub stats: LinkStats,
     scratch_drops: Vec<Packet>,
+    /// Integral of the rate over time up to `rate_since` (bit-nanoseconds per
+    /// second), for the capacity of a link whose rate changes.
+    capacity_bit_ns: u128,
+    rate_since: Time,
 }
 
 impl Link {
@@ -63,6 +67,8 @@ impl Link {
             loss: LossProcess::new(loss, loss_rng),
             stats: LinkStats::default(),
             scratch_drops: Vec::new(),
+            capacity_bit_ns: 0,
+            rate_since: Time::ZERO,
         }
     }
 
@@ -70,9 +76,18 @@ impl Link {
         self.rate
     }
 
-    /// A new rate applies from the next packet that starts transmission.
-    pub fn set_rate(&mut self, rate: Rate) {
+    /// A new rate from `now`; it applies from the next packet that starts
+    /// transmission (the one on the wire finishes at the old rate).
+    pub fn change_rate(&mut self, now: Time, rate: Rate) {
+        self.capacity_bit_ns += self.rate.0 as u128 * (now.0 - self.rate_since.0) as u128;
+        self.rate_since = now;
         self.rate = rate;
+    }
+
+    /// Bytes the link could have sent in [0, now].
+    pub fn capacity_bytes(&self, now: Time) -> u64 {
+        let bit_ns = self.capacity_bit_ns + self.rate.0 as u128 * now.0.saturating_sub(self.rate_since.0) as u128;
+        (bit_ns / 8_000_000_000) as u64
     }
 
     /// Replaces the loss process (a path change); `rng` continues the stream.

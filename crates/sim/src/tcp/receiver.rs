@@ -174,6 +174,7 @@ impl TcpReceiver {
                     wire_bytes: SYN_BYTES,
                     reverse: true,
                     hop: 0,
+                    epoch: 0,
                     payload: Payload::SynAck { tsecr: tsval },
                 });
             }
@@ -505,7 +506,7 @@ mod tests {
     fn established() -> TcpReceiver {
         let mut r = TcpReceiver::new(0, &TcpConfig::default(), None);
         let mut out = vec![];
-        r.on_packet(Time::ZERO, &Packet { flow: 0, wire_bytes: 60, reverse: false, hop: 0, payload: Payload::Syn { tsval: 1 } }, &mut out);
+        r.on_packet(Time::ZERO, &Packet { flow: 0, wire_bytes: 60, reverse: false, hop: 0, epoch: 0, payload: Payload::Syn { tsval: 1 } }, &mut out);
         r
     }
 
@@ -520,7 +521,7 @@ mod tests {
         let cfg = TcpConfig { sack: false, ..TcpConfig::default() };
         let mut r = TcpReceiver::new(0, &cfg, None);
         let mut out = vec![];
-        r.on_packet(Time::ZERO, &Packet { flow: 0, wire_bytes: 60, reverse: false, hop: 0, payload: Payload::Syn { tsval: 1 } }, &mut out);
+        r.on_packet(Time::ZERO, &Packet { flow: 0, wire_bytes: 60, reverse: false, hop: 0, epoch: 0, payload: Payload::Syn { tsval: 1 } }, &mut out);
         r.quick = 0;
         r.ato = 10;
         r.lrcvtime = jiffies_at(Time::from_ms(99), 250);

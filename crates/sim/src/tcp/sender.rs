@@ -393,6 +393,7 @@ impl TcpSender {
             wire_bytes: SYN_BYTES,
             reverse: false,
             hop: 0,
+            epoch: 0,
             payload: Payload::Syn { tsval: ts_clock(self.sock.now) },
         });
         // SYN retransmission: 1 s, doubling (TCP_TIMEOUT_INIT with backoff).

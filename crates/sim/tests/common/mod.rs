@@ -19,13 +19,25 @@ pub fn flow(cca: &str, rtt_ms: u64) -> FlowConfig {
         size: None,
         tcp: TcpConfig::default(),
         label: String::new(),
+        direction: Default::default(),
+        jitter: None,
+        background: false,
     }
 }
 
 pub fn scenario(rate_mbps: u64, buffer: QueueLimit, loss: LossSpec, flows: Vec<FlowConfig>, secs: u64, warmup: u64, seed: u64) -> SimConfig {
     SimConfig {
-        network: NetworkConfig { bottleneck_rate: Rate::from_mbps(rate_mbps), buffer, loss, access_rate: None },
+        network: NetworkConfig {
+            bottleneck_rate: Rate::from_mbps(rate_mbps),
+            buffer,
+            loss,
+            access_rate: None,
+            reverse_bottleneck: false,
+            dynamics: Vec::new(),
+        },
         flows,
+        udp: Vec::new(),
+        web: Vec::new(),
         run: RunConfig { duration: Dur::from_secs(secs), warmup: Dur::from_secs(warmup), seed, sample_interval: Dur::from_ms(100), start_jitter: Dur::ZERO },
     }
 }

@@ -1,0 +1,391 @@
+//! Probability distributions for traffic models: flow sizes (SURGE's lognormal
+//! body with a Pareto tail, Barford and Crovella 1998), inter-arrival times and
+//! per-flow RTTs. Each distribution samples from a named random stream and knows
+//! its CDF, so tests can check samples with a Kolmogorov-Smirnov statistic. Values
+//! are plain numbers in the unit of whatever they describe (ns, bytes).
+
+use crate::rng::Rng;
+use serde::{Deserialize, Serialize};
+
+/// SURGE file-size body: lognormal with mu 9.357, sigma 1.318 (ln bytes).
+pub const SURGE_MU: f64 = 9.357;
+pub const SURGE_SIGMA: f64 = 1.318;
+/// SURGE file-size tail: Pareto with k = 133 KB and alpha 1.1, used above k.
+pub const SURGE_TAIL_K: f64 = 133_000.0;
+pub const SURGE_TAIL_ALPHA: f64 = 1.1;
+/// Share of files in the Pareto tail: SURGE puts about 93 % of files in the
+/// body and 7 % in the tail. (A join continuous in the CDF would put only 3.2 %
+/// above 133 KB; `tail: None` gives that variant.)
+pub const SURGE_TAIL_SHARE: f64 = 0.07;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "distribution", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Dist {
+    Constant { value: f64 },
+    Uniform { min: f64, max: f64 },
+    Exponential { mean: f64 },
+    /// Normal, truncated to [min, max] by resampling.
+    Normal { mean: f64, sd: f64, #[serde(default)] min: Option<f64>, #[serde(default)] max: Option<f64> },
+    Lognormal { mu: f64, sigma: f64 },
+    /// Pareto with scale `k` and shape `alpha`, truncated at `max` when given.
+    Pareto { k: f64, alpha: f64, #[serde(default)] max: Option<f64> },
+    /// A lognormal body joined to a Pareto tail at `k`: values below k follow the
+    /// lognormal (renormalised), a fraction `tail` of all values follows the
+    /// Pareto above k (truncated at `max` when given). With `tail` unset, the
+    /// lognormal's own mass above k goes to the Pareto (the join is continuous in
+    /// the CDF), as SURGE does.
+    LognormalPareto {
+        mu: f64,
+        sigma: f64,
+        k: f64,
+        alpha: f64,
+        #[serde(default)]
+        tail: Option<f64>,
+        #[serde(default)]
+        max: Option<f64>,
+    },
+}
+
+impl Dist {
+    /// SURGE file sizes in bytes, untruncated.
+    pub fn surge() -> Dist {
+        Dist::LognormalPareto {
+            mu: SURGE_MU,
+            sigma: SURGE_SIGMA,
+            k: SURGE_TAIL_K,
+            alpha: SURGE_TAIL_ALPHA,
+            tail: Some(SURGE_TAIL_SHARE),
+            max: None,
+        }
+    }
+
+    /// SURGE file sizes truncated at `max` bytes. A Pareto tail with alpha 1.1
+    /// has infinite variance: untruncated, the offered load of a 600 s run
+    /// wanders tens of percent from its target; a cap bounds the variance.
+    pub fn surge_capped(max: f64) -> Dist {
+        Dist::LognormalPareto {
+            mu: SURGE_MU,
+            sigma: SURGE_SIGMA,
+            k: SURGE_TAIL_K,
+            alpha: SURGE_TAIL_ALPHA,
+            tail: Some(SURGE_TAIL_SHARE),
+            max: Some(max),
+        }
+    }
+
+    pub fn validate(&self, field: &str) -> Result<(), String> {
+        let pos = |name: &str, x: f64| if x > 0.0 && x.is_finite() { Ok(()) } else { Err(format!("{field}.{name}: must be positive, got {x}")) };
+        match *self {
+            Dist::Constant { value } => if value >= 0.0 { Ok(()) } else { Err(format!("{field}.value: must not be negative")) },
+            Dist::Uniform { min, max } => if 0.0 <= min && min <= max { Ok(()) } else { Err(format!("{field}: needs 0 <= min <= max")) },
+            Dist::Exponential { mean } => pos("mean", mean),
+            Dist::Normal { sd, .. } => pos("sd", sd),
+            Dist::Lognormal { sigma, .. } => pos("sigma", sigma),
+            Dist::Pareto { k, alpha, max } => {
+                pos("k", k)?;
+                pos("alpha", alpha)?;
+                check_max(field, k, max)
+            }
+            Dist::LognormalPareto { sigma, k, alpha, tail, max, .. } => {
+                pos("sigma", sigma)?;
+                pos("k", k)?;
+                pos("alpha", alpha)?;
+                check_max(field, k, max)?;
+                match tail {
+                    Some(t) if !(0.0..1.0).contains(&t) => Err(format!("{field}.tail: must be in [0, 1)")),
+                    _ => Ok(()),
+                }
+            }
+        }
+    }
+
+    /// Probability that a value is at most `x`.
+    pub fn cdf(&self, x: f64) -> f64 {
+        match *self {
+            Dist::Constant { value } => (x >= value) as u8 as f64,
+            Dist::Uniform { min, max } => {
+                if max == min {
+                    (x >= min) as u8 as f64
+                } else {
+                    ((x - min) / (max - min)).clamp(0.0, 1.0)
+                }
+            }
+            Dist::Exponential { mean } => if x <= 0.0 { 0.0 } else { 1.0 - (-x / mean).exp() },
+            Dist::Normal { mean, sd, min, max } => {
+                let lo = min.map_or(0.0, |m| norm_cdf((m - mean) / sd));
+                let hi = max.map_or(1.0, |m| norm_cdf((m - mean) / sd));
+                ((norm_cdf((x - mean) / sd) - lo) / (hi - lo)).clamp(0.0, 1.0)
+            }
+            Dist::Lognormal { mu, sigma } => if x <= 0.0 { 0.0 } else { norm_cdf((x.ln() - mu) / sigma) },
+            Dist::Pareto { k, alpha, max } => pareto_cdf(x, k, alpha, max),
+            Dist::LognormalPareto { mu, sigma, k, alpha, tail, max } => {
+                let body_at_k = norm_cdf((k.ln() - mu) / sigma);
+                let tail_mass = tail.unwrap_or(1.0 - body_at_k);
+                if x <= 0.0 {
+                    0.0
+                } else if x < k {
+                    (1.0 - tail_mass) * norm_cdf((x.ln() - mu) / sigma) / body_at_k
+                } else {
+                    (1.0 - tail_mass) + tail_mass * pareto_cdf(x, k, alpha, max)
+                }
+            }
+        }
+    }
+
+    /// Mean (infinite for a Pareto with alpha <= 1).
+    pub fn mean(&self) -> f64 {
+        match *self {
+            Dist::Constant { value } => value,
+            Dist::Uniform { min, max } => (min + max) / 2.0,
+            Dist::Exponential { mean } => mean,
+            Dist::Normal { mean, sd, min, max } => {
+                if min.is_none() && max.is_none() {
+                    return mean;
+                }
+                // Mean of the truncated normal.
+                let a = min.map_or(f64::NEG_INFINITY, |m| (m - mean) / sd);
+                let b = max.map_or(f64::INFINITY, |m| (m - mean) / sd);
+                let z = norm_cdf(b) - norm_cdf(a);
+                mean + sd * (norm_pdf(a) - norm_pdf(b)) / z
+            }
+            Dist::Lognormal { mu, sigma } => (mu + sigma * sigma / 2.0).exp(),
+            Dist::Pareto { k, alpha, max } => pareto_mean(k, alpha, max),
+            Dist::LognormalPareto { mu, sigma, k, alpha, tail, max } => {
+                let body_at_k = norm_cdf((k.ln() - mu) / sigma);
+                let tail_mass = tail.unwrap_or(1.0 - body_at_k);
+                // E[X | X < k] for the lognormal: exp(mu + s^2/2) Phi((ln k - mu - s^2)/s) / Phi((ln k - mu)/s)
+                let body_mean = (mu + sigma * sigma / 2.0).exp() * norm_cdf((k.ln() - mu - sigma * sigma) / sigma) / body_at_k;
+                let tail_mean = pareto_mean(k, alpha, max);
+                (1.0 - tail_mass) * body_mean + tail_mass * tail_mean
+            }
+        }
+    }
+
+    pub fn sample(&self, rng: &mut Rng) -> f64 {
+        match *self {
+            Dist::Constant { value } => value,
+            Dist::Uniform { min, max } => min + (max - min) * rng.uniform(),
+            Dist::Exponential { mean } => -mean * open_unit(rng).ln(),
+            Dist::Normal { mean, sd, min, max } => {
+                for _ in 0..10_000 {
+                    let x = mean + sd * std_normal(rng);
+                    if min.is_none_or(|m| x >= m) && max.is_none_or(|m| x <= m) {
+                        return x;
+                    }
+                }
+                mean.clamp(min.unwrap_or(f64::MIN), max.unwrap_or(f64::MAX))
+            }
+            Dist::Lognormal { mu, sigma } => (mu + sigma * std_normal(rng)).exp(),
+            Dist::Pareto { k, alpha, max } => pareto_sample(rng, k, alpha, max),
+            Dist::LognormalPareto { mu, sigma, k, alpha, tail, max } => {
+                let body_at_k = norm_cdf((k.ln() - mu) / sigma);
+                let tail_mass = tail.unwrap_or(1.0 - body_at_k);
+                if rng.uniform() < tail_mass {
+                    pareto_sample(rng, k, alpha, max)
+                } else {
+                    // Lognormal conditioned below k: invert the CDF on [0, Phi(ln k)).
+                    let u = rng.uniform() * body_at_k;
+                    (mu + sigma * norm_inv(u.max(1e-300))).exp().min(k)
+                }
+            }
+        }
+    }
+}
+
+fn check_max(field: &str, k: f64, max: Option<f64>) -> Result<(), String> {
+    match max {
+        Some(m) if !(m > k && m.is_finite()) => Err(format!("{field}.max: must be larger than k ({k}), got {m}")),
+        _ => Ok(()),
+    }
+}
+
+/// Mass of the untruncated Pareto below `max` (1 without a cap).
+fn pareto_mass(k: f64, alpha: f64, max: Option<f64>) -> f64 {
+    max.map_or(1.0, |m| 1.0 - (k / m).powf(alpha))
+}
+
+fn pareto_cdf(x: f64, k: f64, alpha: f64, max: Option<f64>) -> f64 {
+    if x < k {
+        0.0
+    } else {
+        ((1.0 - (k / x).powf(alpha)) / pareto_mass(k, alpha, max)).min(1.0)
+    }
+}
+
+fn pareto_mean(k: f64, alpha: f64, max: Option<f64>) -> f64 {
+    match max {
+        None if alpha > 1.0 => k * alpha / (alpha - 1.0),
+        None => f64::INFINITY,
+        Some(m) if (alpha - 1.0).abs() < 1e-12 => k * (m / k).ln() / pareto_mass(k, alpha, max),
+        Some(m) => {
+            alpha * k.powf(alpha) / (alpha - 1.0) * (k.powf(1.0 - alpha) - m.powf(1.0 - alpha)) / pareto_mass(k, alpha, max)
+        }
+    }
+}
+
+/// Inverse-CDF sample of the (truncated) Pareto.
+fn pareto_sample(rng: &mut Rng, k: f64, alpha: f64, max: Option<f64>) -> f64 {
+    let u = rng.uniform() * pareto_mass(k, alpha, max);
+    let x = k / (1.0 - u).powf(1.0 / alpha);
+    max.map_or(x, |m| x.min(m))
+}
+
+/// Uniform in (0, 1], never 0 (for logarithms and powers).
+fn open_unit(rng: &mut Rng) -> f64 {
+    1.0 - rng.uniform()
+}
+
+/// A standard normal variate (Box-Muller, one of the pair).
+pub fn std_normal(rng: &mut Rng) -> f64 {
+    let u1 = open_unit(rng);
+    let u2 = rng.uniform();
+    (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
+}
+
+fn norm_pdf(z: f64) -> f64 {
+    if !z.is_finite() {
+        return 0.0;
+    }
+    (-0.5 * z * z).exp() / (2.0 * std::f64::consts::PI).sqrt()
+}
+
+/// Standard normal CDF via erfc (W. J. Cody's rational approximation is overkill;
+/// this uses the complementary error function series from Numerical Recipes'
+/// `erfcc`, accurate to 1.2e-7, enough for tests and sampling).
+pub fn norm_cdf(z: f64) -> f64 {
+    if z == f64::INFINITY {
+        return 1.0;
+    }
+    if z == f64::NEG_INFINITY {
+        return 0.0;
+    }
+    0.5 * erfc(-z / std::f64::consts::SQRT_2)
+}
+
+fn erfc(x: f64) -> f64 {
+    let z = x.abs();
+    let t = 1.0 / (1.0 + 0.5 * z);
+    let r = t * (-z * z - 1.265_512_23
+        + t * (1.000_023_68
+            + t * (0.374_091_96
+                + t * (0.096_784_18
+                    + t * (-0.186_288_06
+                        + t * (0.278_868_07 + t * (-1.135_203_98 + t * (1.488_515_87 + t * (-0.822_152_23 + t * 0.170_872_77)))))))))
+        .exp();
+    if x >= 0.0 {
+        r
+    } else {
+        2.0 - r
+    }
+}
+
+/// Inverse standard normal CDF (Acklam's algorithm, relative error 1.15e-9).
+pub fn norm_inv(p: f64) -> f64 {
+    const A: [f64; 6] = [-3.969683028665376e1, 2.209460984245205e2, -2.759285104469687e2, 1.383577518672690e2, -3.066479806614716e1, 2.506628277459239];
+    const B: [f64; 5] = [-5.447609879822406e1, 1.615858368580409e2, -1.556989798598866e2, 6.680131188771972e1, -1.328068155288572e1];
+    const C: [f64; 6] = [-7.784894002430293e-3, -3.223964580411365e-1, -2.400758277161838, -2.549732539343734, 4.374664141464968, 2.938163982698783];
+    const D: [f64; 4] = [7.784695709041462e-3, 3.224671290700398e-1, 2.445134137142996, 3.754408661907416];
+    let p = p.clamp(1e-300, 1.0 - 1e-16);
+    let plow = 0.02425;
+    if p < plow {
+        let q = (-2.0 * p.ln()).sqrt();
+        (((((C[0] * q + C[1]) * q + C[2]) * q + C[3]) * q + C[4]) * q + C[5]) / ((((D[0] * q + D[1]) * q + D[2]) * q + D[3]) * q + 1.0)
+    } else if p <= 1.0 - plow {
+        let q = p - 0.5;
+        let r = q * q;
+        (((((A[0] * r + A[1]) * r + A[2]) * r + A[3]) * r + A[4]) * r + A[5]) * q
+            / (((((B[0] * r + B[1]) * r + B[2]) * r + B[3]) * r + B[4]) * r + 1.0)
+    } else {
+        let q = (-2.0 * (1.0 - p).ln()).sqrt();
+        -(((((C[0] * q + C[1]) * q + C[2]) * q + C[3]) * q + C[4]) * q + C[5]) / ((((D[0] * q + D[1]) * q + D[2]) * q + D[3]) * q + 1.0)
+    }
+}
+
+/// Kolmogorov-Smirnov statistic of `samples` against `cdf`.
+pub fn ks_statistic(samples: &mut [f64], cdf: impl Fn(f64) -> f64) -> f64 {
+    samples.sort_by(|a, b| a.partial_cmp(b).expect("no NaN"));
+    let n = samples.len() as f64;
+    let mut d: f64 = 0.0;
+    for (i, &x) in samples.iter().enumerate() {
+        let f = cdf(x);
+        d = d.max(f - i as f64 / n).max((i + 1) as f64 / n - f);
+    }
+    d
+}
+
+/// The KS critical value at significance 0.01 for `n` samples (asymptotic).
+pub fn ks_critical_01(n: usize) -> f64 {
+    1.628 / (n as f64).sqrt()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(d: Dist, name: &str) {
+        let mut rng = Rng::stream(42, name);
+        let mut v: Vec<f64> = (0..20_000).map(|_| d.sample(&mut rng)).collect();
+        let ks = ks_statistic(&mut v, |x| d.cdf(x));
+        assert!(ks < ks_critical_01(v.len()), "{name}: KS {ks}");
+    }
+
+    #[test]
+    fn samples_follow_their_distributions() {
+        check(Dist::Exponential { mean: 0.066 }, "exp");
+        check(Dist::Uniform { min: 10.0, max: 20.0 }, "uni");
+        check(Dist::Normal { mean: 100.0, sd: 30.0, min: Some(0.0), max: None }, "norm");
+        check(Dist::Lognormal { mu: SURGE_MU, sigma: SURGE_SIGMA }, "lognormal");
+        check(Dist::Pareto { k: SURGE_TAIL_K, alpha: SURGE_TAIL_ALPHA, max: None }, "pareto");
+        check(Dist::Pareto { k: SURGE_TAIL_K, alpha: SURGE_TAIL_ALPHA, max: Some(1e7) }, "pareto-capped");
+        check(Dist::surge(), "surge");
+        check(Dist::surge_capped(1e7), "surge-capped");
+        check(
+            Dist::LognormalPareto { mu: SURGE_MU, sigma: SURGE_SIGMA, k: SURGE_TAIL_K, alpha: SURGE_TAIL_ALPHA, tail: None, max: None },
+            "surge-continuous",
+        );
+    }
+
+    #[test]
+    fn the_ks_test_rejects_a_wrong_distribution() {
+        let mut rng = Rng::stream(1, "x");
+        let mut v: Vec<f64> = (0..20_000).map(|_| Dist::Exponential { mean: 1.2 }.sample(&mut rng)).collect();
+        let ks = ks_statistic(&mut v, |x| Dist::Exponential { mean: 1.0 }.cdf(x));
+        assert!(ks > ks_critical_01(v.len()));
+    }
+
+    #[test]
+    fn surge_has_the_stated_tail_share() {
+        let d = Dist::surge();
+        // 7 % of files above 133 KB; the body's median stays near e^mu = 11.6 KB.
+        assert!((1.0 - d.cdf(SURGE_TAIL_K) - SURGE_TAIL_SHARE).abs() < 1e-9);
+        assert!((d.cdf(11_580.0) - 0.93 * 0.5 / 0.968).abs() < 0.01, "{}", d.cdf(11_580.0));
+        // Mean: the tail (alpha 1.1) dominates, 7 % x 1.46 MB.
+        assert!(d.mean() > 100_000.0 && d.mean() < 130_000.0, "{}", d.mean());
+        // The continuous join puts 3.2 % in the tail.
+        let c = Dist::LognormalPareto { mu: SURGE_MU, sigma: SURGE_SIGMA, k: SURGE_TAIL_K, alpha: SURGE_TAIL_ALPHA, tail: None, max: None };
+        assert!((1.0 - c.cdf(SURGE_TAIL_K) - 0.032).abs() < 0.001);
+        assert!((c.cdf(SURGE_TAIL_K) - c.cdf(SURGE_TAIL_K - 1e-6)).abs() < 1e-6);
+    }
+
+    #[test]
+    fn truncated_means_match_the_sample_mean() {
+        // A capped tail has finite variance, so the sample mean converges.
+        for d in [Dist::Pareto { k: 1.0, alpha: 1.1, max: Some(1000.0) }, Dist::surge_capped(1e7), Dist::Exponential { mean: 3.0 }] {
+            let mut rng = Rng::stream(7, "mean");
+            let n = 400_000;
+            let m: f64 = (0..n).map(|_| d.sample(&mut rng)).sum::<f64>() / n as f64;
+            assert!((m / d.mean() - 1.0).abs() < 0.03, "{d:?}: sample mean {m}, expected {}", d.mean());
+        }
+        let capped = Dist::Pareto { k: 1.0, alpha: 1.1, max: Some(50.0) };
+        let mut rng = Rng::stream(8, "cap");
+        assert!((0..10_000).all(|_| capped.sample(&mut rng) <= 50.0));
+        assert_eq!(capped.cdf(50.0), 1.0);
+    }
+
+    #[test]
+    fn normal_inverse_and_cdf_agree() {
+        for &p in &[0.001, 0.02, 0.3, 0.5, 0.9, 0.999] {
+            assert!((norm_cdf(norm_inv(p)) - p).abs() < 1e-6);
+        }
+    }
+}

@@ -1,0 +1,329 @@
+//! Building the dumbbell: the bottleneck links (a reverse one when traffic runs
+//! in reverse), the access links and propagation legs of every route, the TCP
+//! endpoints of configured flows, UDP sources, web generators and the first
+//! events. Routes are short lists of hops; a propagation leg is a FIFO pipe,
+//! or a delay line when its delay varies per packet (jitter) or many flows
+//! share it (web traffic).
+
+use super::{DelayedLeg, Flow, Hop, Simulation, UdpFlow, WebSlot, WebSource};
+use super::CcaFactory;
+use crate::cc::{make_cca, CongestionControl};
+use crate::config::SimConfig;
+use crate::event::{Event, EventQueue, TIMER_KINDS};
+use crate::net::delay_line::{DelayLine, JitterConfig};
+use crate::net::dynamics::PathDynamics;
+use crate::net::link::Link;
+use crate::net::loss::LossSpec;
+use crate::net::pipe::Pipe;
+use crate::net::queue::DropTail;
+use crate::records::{FlowSeries, QueueSeries};
+use crate::rng::Rng;
+use crate::tcp::receiver::TcpReceiver;
+use crate::tcp::sender::TcpSender;
+use crate::tcp::TcpConfig;
+use crate::traffic::udp::UdpSchedule;
+use crate::traffic::web::{WebArrival, WebGenerator};
+use crate::traffic::Direction;
+use crate::units::{Dur, Rate, Time};
+
+/// The legs of the network as they are created.
+struct Topology {
+    access: Rate,
+    reverse_bottleneck: bool,
+    pipes: Vec<Pipe>,
+    lines: Vec<DelayLine>,
+    delayed_legs: Vec<DelayedLeg>,
+}
+
+impl Topology {
+    fn pipe(&mut self, rate: Option<Rate>, delay: Dur) -> u32 {
+        self.pipes.push(Pipe::new(rate, delay));
+        (self.pipes.len() - 1) as u32
+    }
+
+    fn line(&mut self, jitter: Option<JitterConfig>, rng: Rng, after_link: u32) -> u32 {
+        self.lines.push(DelayLine::new(jitter, rng));
+        let id = (self.lines.len() - 1) as u32;
+        if after_link == 0 {
+            self.delayed_legs.push(DelayedLeg::Line(id));
+        }
+        id
+    }
+
+    /// The propagation leg after bottleneck `link`.
+    fn leg(&mut self, link: u32, delay: Dur, jitter: Option<(JitterConfig, Rng)>) -> Hop {
+        match jitter {
+            Some((j, rng)) => Hop::Line { line: self.line(Some(j), rng, link), delay },
+            None => {
+                let pipe = self.pipe(None, delay);
+                if link == 0 {
+                    self.delayed_legs.push(DelayedLeg::Pipe { pipe, base: delay });
+                }
+                Hop::Pipe(pipe)
+            }
+        }
+    }
+
+    /// Sender host -> bottleneck of `dir` -> propagation -> `end`.
+    fn data_route(&mut self, dir: Direction, delay: Dur, jitter: Option<(JitterConfig, Rng)>, end: Hop) -> Vec<Hop> {
+        let access = self.pipe(Some(self.access), Dur::ZERO);
+        let link = dir.data_link();
+        vec![Hop::Pipe(access), Hop::Link(link), self.leg(link, delay, jitter), end]
+    }
+
+    /// Receiver host -> (reverse bottleneck) -> propagation -> sender.
+    fn ack_route(&mut self, dir: Direction, delay: Dur) -> Vec<Hop> {
+        if self.reverse_bottleneck {
+            let access = self.pipe(Some(self.access), Dur::ZERO);
+            let link = dir.ack_link();
+            vec![Hop::Pipe(access), Hop::Link(link), self.leg(link, delay, None), Hop::Sender]
+        } else {
+            // Nothing queues on the way back: the access link and the propagation
+            // delay in one pipe.
+            vec![Hop::Pipe(self.pipe(Some(self.access), delay)), Hop::Sender]
+        }
+    }
+}
+
+/// The two TCP endpoints of a flow.
+fn endpoints(id: u32, tcp: &TcpConfig, cc: Box<dyn CongestionControl>, size: Option<u64>, flow_seed: u64) -> (TcpSender, TcpReceiver) {
+    // The receiver follows the sender's SACK setting (negotiated in the SYN).
+    let mut rcv_tcp = tcp.clone();
+    if let Some(sack) = cc.sack() {
+        rcv_tcp.sack = sack;
+    }
+    if cc.wants_ack_every_segment() {
+        rcv_tcp.delayed_ack = false;
+    }
+    let mut sender = TcpSender::new(id, tcp, cc, size);
+    sender.sock.flow_seed = flow_seed;
+    (sender, TcpReceiver::new(id, &rcv_tcp, size))
+}
+
+/// A half of a two-way delay: the data direction gets the floor.
+fn halves(rtt: Dur) -> (Dur, Dur) {
+    (Dur(rtt.0 / 2), Dur(rtt.0 - rtt.0 / 2))
+}
+
+impl Simulation {
+    /// A simulation whose flows may also use algorithms from `factory`.
+    pub fn with_factory(cfg: SimConfig, factory: Option<&dyn CcaFactory>) -> Result<Simulation, String> {
+        let external = factory.map(|f| f.names()).unwrap_or_default();
+        cfg.validate_with(&external)?;
+        let seed = cfg.run.seed;
+        let net = &cfg.network;
+        let end = Time(cfg.run.duration.0);
+        let warmup = Time(cfg.run.warmup.0);
+        let mut topo = Topology {
+            access: net.access_rate.unwrap_or(Rate(net.bottleneck_rate.0.saturating_mul(10))),
+            reverse_bottleneck: cfg.has_reverse_traffic(),
+            pipes: Vec::new(),
+            lines: Vec::new(),
+            delayed_legs: Vec::new(),
+        };
+        let mut links = vec![Link::new(
+            net.bottleneck_rate,
+            Box::new(DropTail::new(net.buffer)),
+            &net.loss,
+            Rng::stream(seed, "bottleneck-loss"),
+        )];
+        if topo.reverse_bottleneck {
+            links.push(Link::new(
+                net.bottleneck_rate,
+                Box::new(DropTail::new(net.buffer)),
+                &LossSpec::none(),
+                Rng::stream(seed, "reverse-bottleneck-loss"),
+            ));
+        }
+        let mut events = EventQueue::new();
+        let mut jitter_rng = Rng::stream(seed, "start-jitter");
+        let starts: Vec<Time> = cfg
+            .flows
+            .iter()
+            .map(|f| {
+                let j = cfg.run.start_jitter.0;
+                f.start + Dur(if j > 0 { jitter_rng.below(j) } else { 0 })
+            })
+            .collect();
+        let mut flows = Vec::new();
+        for (i, f) in cfg.flows.iter().enumerate() {
+            let id = i as u32;
+            let start = starts[i];
+            let built = factory.and_then(|fac| fac.build(&f.cca, &f.cca_params));
+            let cc = match built {
+                Some(r) => r,
+                None => make_cca(&f.cca, &f.cca_params),
+            }
+            .map_err(|e| format!("flows[{i}].{e}"))?;
+            let (data_delay, ack_delay) = halves(f.rtt);
+            let jitter = f.jitter.clone().map(|j| (j, Rng::stream(seed, &format!("jitter-{i}"))));
+            let fwd = topo.data_route(f.direction, data_delay, jitter, Hop::Receiver);
+            let rev = topo.ack_route(f.direction, ack_delay);
+            let flow_seed = Rng::stream(seed, &format!("cca-{id}")).next_u64();
+            let (sender, receiver) = endpoints(id, &f.tcp, cc, f.size, flow_seed);
+            flows.push(Flow {
+                sender,
+                receiver,
+                fwd,
+                rev,
+                scheduled: [None; TIMER_KINDS],
+                series: FlowSeries::default(),
+                last_sample_delivered: 0,
+                data_packets_received: 0,
+                start,
+                window_start: start.max(warmup),
+                window_end: f.stop.map_or(end, |s| s.min(end)),
+                start_snapshot_taken: false,
+                end_snapshot_taken: false,
+                epoch: 0,
+                sampled: true,
+                web: None,
+            });
+            events.schedule(start, Event::FlowStart(id));
+            if let Some(stop) = f.stop {
+                if stop <= end {
+                    events.schedule(stop, Event::FlowStop(id));
+                }
+            }
+        }
+        let mut udp = Vec::new();
+        for (i, u) in cfg.udp.iter().enumerate() {
+            let id = i as u32;
+            let route = topo.data_route(u.direction, halves(u.rtt).0, None, Hop::UdpSink);
+            let window_start = u.start.max(warmup);
+            let window_end = u.stop.map_or(end, |s| s.min(end));
+            if u.start <= end {
+                events.schedule(u.start, Event::Source(id));
+            }
+            if window_start <= end {
+                events.schedule(window_start, Event::UdpStart(id));
+            }
+            if window_end < end {
+                events.schedule(window_end, Event::UdpStop(id));
+            }
+            udp.push(UdpFlow {
+                schedule: UdpSchedule::new(u.clone(), Rng::stream(seed, &format!("udp-{i}"))),
+                route,
+                seq: 0,
+                sent_packets: 0,
+                sent_bytes: 0,
+                received_packets: 0,
+                received_bytes: 0,
+                window_start,
+                window_end,
+                bytes_at_window_start: None,
+                bytes_at_window_end: None,
+                series: Default::default(),
+                last_sample_bytes: 0,
+            });
+        }
+        let mut web = Vec::new();
+        for (i, w) in cfg.web.iter().enumerate() {
+            let data_link = w.direction.data_link();
+            let data_access = topo.pipe(Some(topo.access), Dur::ZERO);
+            let data_line = topo.line(None, Rng::stream(seed, "unused"), data_link);
+            let ack_access = topo.pipe(Some(topo.access), Dur::ZERO);
+            let ack_link = if topo.reverse_bottleneck { w.direction.ack_link() } else { u32::MAX };
+            let ack_line = topo.line(None, Rng::stream(seed, "unused"), ack_link);
+            let mut generator = WebGenerator::new(w.clone(), seed, i);
+            if let Some(t) = generator.first_arrival() {
+                if t <= end {
+                    events.schedule(t, Event::Source((cfg.udp.len() + i) as u32));
+                }
+            }
+            web.push(WebSource { generator, data_access, data_line, ack_access, ack_line, started: 0, offered_bytes: 0 });
+        }
+        let dynamics = net
+            .dynamics
+            .iter()
+            .enumerate()
+            .map(|(i, d)| {
+                let first = d.first_change();
+                if first <= end {
+                    events.schedule(first, Event::PathChange(i as u32));
+                }
+                PathDynamics::new(d.clone(), Rng::stream(seed, &format!("dynamics-{i}")))
+            })
+            .collect();
+        events.schedule(warmup, Event::WarmupEnd);
+        events.schedule(Time(cfg.run.sample_interval.0), Event::Sample);
+        let n_links = links.len();
+        Ok(Simulation {
+            configured: flows.len(),
+            now: Time::ZERO,
+            events,
+            pipes: topo.pipes,
+            lines: topo.lines,
+            links,
+            flows,
+            free_slots: Vec::new(),
+            udp,
+            web,
+            short_flows: Vec::new(),
+            dynamics,
+            loss_changes: 0,
+            delayed_legs: topo.delayed_legs,
+            queue_series: vec![QueueSeries::default(); n_links],
+            out: Vec::with_capacity(64),
+            window_bytes_start: vec![0; n_links],
+            window_capacity_start: vec![0; n_links],
+            data_packets_forwarded: 0,
+            violations: Vec::new(),
+            cfg,
+        })
+    }
+
+    /// Puts a new web flow in a free slot (or a new one); returns the slot.
+    pub(super) fn place_web_flow(&mut self, g: u32, arrival: WebArrival, record: u32) -> u32 {
+        let now = self.now;
+        let end = Time(self.cfg.run.duration.0);
+        let src = &self.web[g as usize];
+        let w = src.generator.config();
+        let cc = make_cca(&w.cca, &w.cca_params).expect("web generator's algorithm was validated");
+        let slot = self.free_slots.pop().unwrap_or(self.flows.len() as u32);
+        let flow_seed = Rng::stream(self.cfg.run.seed, &format!("web-cca-{record}")).next_u64();
+        let (sender, receiver) = endpoints(slot, &w.tcp, cc, Some(arrival.size), flow_seed);
+        let (data_delay, ack_delay) = halves(arrival.rtt);
+        let fwd = vec![
+            Hop::Pipe(src.data_access),
+            Hop::Link(w.direction.data_link()),
+            Hop::Line { line: src.data_line, delay: data_delay },
+            Hop::Receiver,
+        ];
+        let rev = if self.links.len() > 1 {
+            vec![
+                Hop::Pipe(src.ack_access),
+                Hop::Link(w.direction.ack_link()),
+                Hop::Line { line: src.ack_line, delay: ack_delay },
+                Hop::Sender,
+            ]
+        } else {
+            vec![Hop::Pipe(src.ack_access), Hop::Line { line: src.ack_line, delay: ack_delay }, Hop::Sender]
+        };
+        let epoch = self.flows.get(slot as usize).map_or(0, |f| f.epoch.wrapping_add(1));
+        let flow = Flow {
+            sender,
+            receiver,
+            fwd,
+            rev,
+            scheduled: [None; TIMER_KINDS],
+            series: FlowSeries::default(),
+            last_sample_delivered: 0,
+            data_packets_received: 0,
+            start: now,
+            window_start: now,
+            window_end: end,
+            start_snapshot_taken: true,
+            end_snapshot_taken: true,
+            epoch,
+            sampled: false,
+            web: Some(WebSlot { record, size: arrival.size }),
+        };
+        if (slot as usize) < self.flows.len() {
+            self.flows[slot as usize] = flow;
+        } else {
+            self.flows.push(flow);
+        }
+        slot
+    }
+}

@@ -1,0 +1,539 @@
+//! The simulation: builds the dumbbell from a `SimConfig` (see `build`), runs
+//! the event loop and returns a `RunResult` (see `results`). Each TCP flow has
+//! a data route (sender -> access link -> bottleneck of its direction ->
+//! propagation leg -> receiver) and an ACK route back; UDP datagrams follow a
+//! data route to a sink. Packets carry their position along the route.
+//!
+//! Timers of the endpoints are kept in the endpoints and mirrored lazily into
+//! the event queue: at most one pending event per timer, re-pushed only when a
+//! deadline moves earlier or comes due. Web-like short flows are opened by
+//! their generators while the run goes on and reuse the slots of finished
+//! ones; a slot's epoch tells a new occupant's packets from stragglers of the
+//! previous one.
+
+mod build;
+mod results;
+
+pub use results::{FlowResult, LinkResult, RunResult, UdpResult, WebResult};
+
+use crate::config::SimConfig;
+use crate::event::{Event, EventQueue, TimerKind, TIMER_KINDS};
+use crate::net::delay_line::DelayLine;
+use crate::net::dynamics::PathDynamics;
+use crate::net::link::Link;
+use crate::net::pipe::Pipe;
+use crate::packet::Packet;
+use crate::records::{FlowSeries, QueueSeries, ShortFlowRecord, UdpSeries};
+use crate::rng::Rng;
+use crate::tcp::receiver::TcpReceiver;
+use crate::tcp::sender::TcpSender;
+use crate::traffic::udp::UdpSchedule;
+use crate::traffic::web::WebGenerator;
+use crate::units::{Dur, Rate, Time};
+
+/// One step of a route.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Hop {
+    Pipe(u32),
+    Link(u32),
+    /// A delay line, holding the packet for `delay` (plus the line's jitter).
+    Line { line: u32, delay: Dur },
+    Receiver,
+    Sender,
+    UdpSink,
+}
+
+/// Packets of UDP source `i` carry endpoint id `UDP_BASE + i`.
+pub(crate) const UDP_BASE: u32 = 1 << 31;
+
+const ALL_TIMERS: [TimerKind; TIMER_KINDS] =
+    [TimerKind::Xmit, TimerKind::Pacing, TimerKind::DelAck, TimerKind::CompressedAck, TimerKind::Syn];
+
+/// A web flow occupying a slot.
+#[derive(Clone, Copy, Debug)]
+struct WebSlot {
+    record: u32,
+    size: u64,
+}
+
+struct Flow {
+    sender: TcpSender,
+    receiver: TcpReceiver,
+    fwd: Vec<Hop>,
+    rev: Vec<Hop>,
+    scheduled: [Option<Time>; TIMER_KINDS],
+    series: FlowSeries,
+    last_sample_delivered: u64,
+    data_packets_received: u64,
+    /// When the connection opens (the configured start plus jitter).
+    start: Time,
+    window_start: Time,
+    window_end: Time,
+    start_snapshot_taken: bool,
+    end_snapshot_taken: bool,
+    epoch: u16,
+    /// Configured flows are sampled into time series; web flows are not.
+    sampled: bool,
+    web: Option<WebSlot>,
+}
+
+struct UdpFlow {
+    schedule: UdpSchedule,
+    route: Vec<Hop>,
+    seq: u32,
+    sent_packets: u64,
+    sent_bytes: u64,
+    received_packets: u64,
+    received_bytes: u64,
+    window_start: Time,
+    window_end: Time,
+    bytes_at_window_start: Option<u64>,
+    bytes_at_window_end: Option<u64>,
+    series: UdpSeries,
+    last_sample_bytes: u64,
+}
+
+/// A web generator and the legs its flows share.
+struct WebSource {
+    generator: WebGenerator,
+    data_access: u32,
+    data_line: u32,
+    ack_access: u32,
+    ack_line: u32,
+    started: u64,
+    offered_bytes: u64,
+}
+
+/// A propagation leg after the forward bottleneck, whose delay follows the
+/// bottleneck's extra delay (path dynamics).
+#[derive(Clone, Copy, Debug)]
+enum DelayedLeg {
+    Pipe { pipe: u32, base: Dur },
+    Line(u32),
+}
+
+/// Builds algorithms the engine does not know itself (e.g. ones written in
+/// Python): given a name and parameters, returns `None` if the name is not
+/// its own, or the algorithm (or an error naming the parameter).
+pub trait CcaFactory: Send {
+    fn names(&self) -> Vec<String>;
+    fn build(
+        &self,
+        name: &str,
+        params: &std::collections::BTreeMap<String, crate::cc::ParamValue>,
+    ) -> Option<Result<Box<dyn crate::cc::CongestionControl>, String>>;
+}
+
+pub struct Simulation {
+    cfg: SimConfig,
+    now: Time,
+    events: EventQueue,
+    pipes: Vec<Pipe>,
+    lines: Vec<DelayLine>,
+    links: Vec<Link>,
+    flows: Vec<Flow>,
+    /// Flows from the configuration (the first entries of `flows`).
+    configured: usize,
+    free_slots: Vec<u32>,
+    udp: Vec<UdpFlow>,
+    web: Vec<WebSource>,
+    short_flows: Vec<ShortFlowRecord>,
+    dynamics: Vec<PathDynamics>,
+    /// Loss processes installed by path changes so far (each gets its own stream).
+    loss_changes: u64,
+    delayed_legs: Vec<DelayedLeg>,
+    /// One series per bottleneck (forward, then reverse).
+    queue_series: Vec<QueueSeries>,
+    out: Vec<Packet>,
+    window_bytes_start: Vec<u64>,
+    window_capacity_start: Vec<u64>,
+    data_packets_forwarded: u64,
+    violations: Vec<String>,
+}
+
+impl Simulation {
+    pub fn new(cfg: SimConfig) -> Result<Simulation, String> {
+        Self::with_factory(cfg, None)
+    }
+
+    /// Runs to the configured duration and returns the records.
+    pub fn run(mut self) -> RunResult {
+        let end = Time(self.cfg.run.duration.0);
+        self.run_until(end);
+        self.finish()
+    }
+
+    /// Processes every event up to and including `until`. Callers may step a
+    /// run in slices (for progress reporting) and then call `finish`.
+    pub fn run_until(&mut self, until: Time) {
+        while let Some(t) = self.events.peek_time() {
+            if t > until {
+                break;
+            }
+            let (t, ev) = self.events.pop().expect("peeked");
+            self.now = t;
+            self.dispatch(ev);
+        }
+        self.now = self.now.max(until);
+    }
+
+    pub fn now(&self) -> Time {
+        self.now
+    }
+
+    pub fn events_processed(&self) -> u64 {
+        self.events.processed()
+    }
+
+    fn dispatch(&mut self, ev: Event) {
+        let now = self.now;
+        match ev {
+            Event::PipeHead(p) => {
+                if let Some((pkt, next)) = self.pipes[p as usize].pop() {
+                    if let Some(t) = next {
+                        self.events.schedule(t, Event::PipeHead(p));
+                    }
+                    self.forward(pkt);
+                }
+            }
+            Event::LineHead(l) => {
+                self.lines[l as usize].woke(now);
+                while let Some(pkt) = self.lines[l as usize].pop_due(now) {
+                    self.forward(pkt);
+                }
+                if let Some(t) = self.lines[l as usize].rearm() {
+                    self.events.schedule(t, Event::LineHead(l));
+                }
+            }
+            Event::LinkDone(l) => {
+                let (pkt, next) = self.links[l as usize].complete(now);
+                if let Some(t) = next {
+                    self.events.schedule(t, Event::LinkDone(l));
+                }
+                if pkt.is_data() {
+                    self.data_packets_forwarded += 1;
+                }
+                self.forward(pkt);
+            }
+            Event::Timer { flow, kind } => {
+                let f = &mut self.flows[flow as usize];
+                if f.scheduled[kind as usize] == Some(now) {
+                    f.scheduled[kind as usize] = None;
+                }
+                match kind {
+                    TimerKind::Xmit | TimerKind::Pacing | TimerKind::Syn => {
+                        if f.sender.timer_deadline(kind).is_some_and(|d| d <= now) {
+                            f.sender.on_timer(now, kind, &mut self.out);
+                            self.flush_out(flow, false);
+                        }
+                    }
+                    TimerKind::DelAck | TimerKind::CompressedAck => {
+                        if f.receiver.timer_deadline(kind).is_some_and(|d| d <= now) {
+                            f.receiver.on_timer(now, kind, &mut self.out);
+                            self.flush_out(flow, true);
+                        }
+                    }
+                }
+                self.sync_timers(flow);
+            }
+            Event::FlowStart(id) => {
+                self.flows[id as usize].sender.connect(now, &mut self.out);
+                self.flush_out(id, false);
+                self.sync_timers(id);
+            }
+            Event::FlowStop(id) => {
+                let f = &mut self.flows[id as usize];
+                f.sender.stop_app(now);
+                Self::snapshot_end(f);
+            }
+            Event::WarmupEnd => {
+                for (i, l) in self.links.iter().enumerate() {
+                    self.window_bytes_start[i] = l.stats.bytes_out;
+                    self.window_capacity_start[i] = l.capacity_bytes(now);
+                }
+                for f in &mut self.flows[..self.configured] {
+                    if !f.start_snapshot_taken {
+                        Self::snapshot_start(f);
+                    }
+                }
+            }
+            Event::Sample => {
+                self.sample();
+                let next = now + self.cfg.run.sample_interval;
+                if next.0 <= self.cfg.run.duration.0 {
+                    self.events.schedule(next, Event::Sample);
+                }
+            }
+            Event::PathChange(i) => self.change_path(i),
+            Event::Source(s) => {
+                if (s as usize) < self.udp.len() {
+                    self.send_datagram(s);
+                } else {
+                    self.open_web_flow(s - self.udp.len() as u32);
+                }
+            }
+            Event::UdpStart(s) => {
+                let u = &mut self.udp[s as usize];
+                u.bytes_at_window_start.get_or_insert(u.received_bytes);
+            }
+            Event::UdpStop(s) => {
+                let u = &mut self.udp[s as usize];
+                u.bytes_at_window_end.get_or_insert(u.received_bytes);
+            }
+        }
+    }
+
+    fn snapshot_start(f: &mut Flow) {
+        f.start_snapshot_taken = true;
+        let c = &mut f.sender.counters;
+        c.delivered_at_window_start = f.receiver.bytes_delivered;
+        c.retrans_at_window_start = c.retransmissions;
+        c.rtos_at_window_start = c.rtos;
+    }
+
+    fn snapshot_end(f: &mut Flow) {
+        if f.end_snapshot_taken {
+            return;
+        }
+        f.end_snapshot_taken = true;
+        f.sender.counters.delivered_at_window_end = f.receiver.bytes_delivered;
+    }
+
+    /// Moves a packet to the next hop of its route.
+    fn forward(&mut self, mut pkt: Packet) {
+        pkt.hop += 1;
+        self.enter(pkt);
+    }
+
+    fn enter(&mut self, pkt: Packet) {
+        let now = self.now;
+        let hop = if pkt.flow >= UDP_BASE {
+            self.udp[(pkt.flow - UDP_BASE) as usize].route[pkt.hop as usize]
+        } else {
+            let f = &self.flows[pkt.flow as usize];
+            let route = if pkt.reverse { &f.rev } else { &f.fwd };
+            route[pkt.hop as usize]
+        };
+        match hop {
+            Hop::Pipe(p) => {
+                if let Some(t) = self.pipes[p as usize].push(now, pkt) {
+                    self.events.schedule(t, Event::PipeHead(p));
+                }
+            }
+            Hop::Line { line, delay } => {
+                if let Some(t) = self.lines[line as usize].push(now, delay, pkt) {
+                    self.events.schedule(t, Event::LineHead(line));
+                }
+            }
+            Hop::Link(l) => match self.links[l as usize].arrive(now, pkt) {
+                Ok(Some(t)) => self.events.schedule(t, Event::LinkDone(l)),
+                Ok(None) => {}
+                Err(_dropped) => {}
+            },
+            Hop::Receiver => {
+                let fid = pkt.flow as usize;
+                let f = &mut self.flows[fid];
+                if pkt.epoch != f.epoch {
+                    return;
+                }
+                // A flow's window opens when its first data packet can arrive; take
+                // the start snapshot lazily for flows that start after warmup.
+                if !f.start_snapshot_taken && now >= f.window_start && f.sampled {
+                    Self::snapshot_start(f);
+                }
+                if pkt.is_data() {
+                    f.data_packets_received += 1;
+                }
+                f.receiver.on_packet(now, &pkt, &mut self.out);
+                if let Some(w) = f.web {
+                    let r = &mut self.short_flows[w.record as usize];
+                    if r.fct_ns.is_none() && f.receiver.bytes_delivered >= w.size {
+                        r.fct_ns = Some(now.0 - r.start_ns);
+                    }
+                }
+                self.flush_out(pkt.flow, true);
+                self.sync_timers(pkt.flow);
+            }
+            Hop::Sender => {
+                let f = &mut self.flows[pkt.flow as usize];
+                if pkt.epoch != f.epoch {
+                    return;
+                }
+                f.sender.on_packet(now, &pkt, &mut self.out);
+                self.flush_out(pkt.flow, false);
+                self.sync_timers(pkt.flow);
+                let f = &self.flows[pkt.flow as usize];
+                if f.web.is_some() && f.sender.counters.completion_ns != 0 {
+                    self.retire_web_flow(pkt.flow);
+                }
+            }
+            Hop::UdpSink => {
+                let u = &mut self.udp[(pkt.flow - UDP_BASE) as usize];
+                u.received_packets += 1;
+                u.received_bytes += pkt.wire_bytes as u64;
+            }
+        }
+    }
+
+    /// Injects the packets an endpoint produced into their routes.
+    fn flush_out(&mut self, flow: u32, from_receiver: bool) {
+        if self.out.is_empty() {
+            return;
+        }
+        let epoch = self.flows[flow as usize].epoch;
+        let mut out = std::mem::take(&mut self.out);
+        for mut pkt in out.drain(..) {
+            pkt.flow = flow;
+            pkt.reverse = from_receiver;
+            pkt.hop = 0;
+            pkt.epoch = epoch;
+            self.enter(pkt);
+        }
+        self.out = out;
+    }
+
+    /// Mirrors the endpoints' timer deadlines into the event queue.
+    fn sync_timers(&mut self, flow: u32) {
+        let f = &mut self.flows[flow as usize];
+        for kind in ALL_TIMERS {
+            let deadline = match kind {
+                TimerKind::Xmit | TimerKind::Pacing | TimerKind::Syn => f.sender.timer_deadline(kind),
+                TimerKind::DelAck | TimerKind::CompressedAck => f.receiver.timer_deadline(kind),
+            };
+            if let Some(d) = deadline {
+                let slot = &mut f.scheduled[kind as usize];
+                if slot.is_none_or(|s| d < s) {
+                    *slot = Some(d);
+                    self.events.schedule(d, Event::Timer { flow, kind });
+                }
+            }
+        }
+    }
+
+    fn send_datagram(&mut self, s: u32) {
+        let now = self.now;
+        let u = &mut self.udp[s as usize];
+        let bytes = u.schedule.config().packet_bytes;
+        let pkt = Packet::datagram(UDP_BASE + s, bytes, u.seq);
+        u.seq = u.seq.wrapping_add(1);
+        u.sent_packets += 1;
+        u.sent_bytes += bytes as u64;
+        if let Some(next) = u.schedule.next_departure(now) {
+            if next.0 <= self.cfg.run.duration.0 {
+                self.events.schedule(next, Event::Source(s));
+            }
+        }
+        self.enter(pkt);
+    }
+
+    /// A web generator's arrival: open a connection in a free slot.
+    fn open_web_flow(&mut self, g: u32) {
+        let now = self.now;
+        let src = &mut self.web[g as usize];
+        let arrival = src.generator.draw();
+        src.started += 1;
+        src.offered_bytes += arrival.size;
+        if let Some(next) = src.generator.after(now) {
+            if next.0 <= self.cfg.run.duration.0 {
+                self.events.schedule(next, Event::Source(self.udp.len() as u32 + g));
+            }
+        }
+        let record = self.short_flows.len() as u32;
+        self.short_flows.push(ShortFlowRecord {
+            generator: g,
+            size_bytes: arrival.size,
+            rtt_ns: arrival.rtt.0,
+            start_ns: now.0,
+            ..Default::default()
+        });
+        let slot = self.place_web_flow(g, arrival, record);
+        self.flows[slot as usize].sender.connect(now, &mut self.out);
+        self.flush_out(slot, false);
+        self.sync_timers(slot);
+    }
+
+    /// A web flow's last byte was acknowledged: record it and free its slot.
+    fn retire_web_flow(&mut self, slot: u32) {
+        let f = &mut self.flows[slot as usize];
+        let Some(w) = f.web.take() else { return };
+        let c = &f.sender.counters;
+        let r = &mut self.short_flows[w.record as usize];
+        r.acked_ns = Some(c.completion_ns - r.start_ns);
+        r.retransmissions = c.retransmissions;
+        r.rtos = c.rtos;
+        r.syn_retransmissions = c.syn_retransmissions;
+        if f.receiver.bytes_delivered != w.size {
+            self.violations.push(format!(
+                "web flow {}: {} of {} bytes delivered when the sender saw all acknowledged",
+                w.record, f.receiver.bytes_delivered, w.size
+            ));
+        }
+        self.free_slots.push(slot);
+    }
+
+    fn change_path(&mut self, i: u32) {
+        let now = self.now;
+        let (setting, next) = self.dynamics[i as usize].fire(now);
+        if let Some(t) = next {
+            if t.0 <= self.cfg.run.duration.0 {
+                self.events.schedule(t, Event::PathChange(i));
+            }
+        }
+        if let Some(rate) = setting.rate {
+            self.links[0].change_rate(now, rate);
+        }
+        if let Some(loss) = &setting.loss {
+            self.loss_changes += 1;
+            let rng = Rng::stream(self.cfg.run.seed, &format!("path-loss-{}", self.loss_changes));
+            self.links[0].set_loss(loss, rng);
+        }
+        if let Some(extra) = setting.delay {
+            for leg in &self.delayed_legs {
+                match *leg {
+                    DelayedLeg::Pipe { pipe, base } => self.pipes[pipe as usize].set_delay(base + extra),
+                    DelayedLeg::Line(l) => self.lines[l as usize].set_extra_delay(extra),
+                }
+            }
+        }
+    }
+
+    fn sample(&mut self) {
+        let now = self.now;
+        let interval = self.cfg.run.sample_interval;
+        for f in self.flows[..self.configured].iter_mut() {
+            let s = &mut f.series;
+            let tp = &f.sender.sock;
+            let delivered = f.receiver.bytes_delivered;
+            s.t_ns.push(now.0);
+            s.cwnd.push(tp.cwnd);
+            s.ssthresh.push(tp.ssthresh);
+            s.in_flight.push(f.sender.in_flight_packets());
+            s.srtt_us.push(tp.srtt_us());
+            s.min_rtt_us.push(if tp.min_rtt_us() == u32::MAX { 0 } else { tp.min_rtt_us() });
+            s.delivery_rate_bps.push(f.sender.last_delivery_rate_bps);
+            s.throughput_bps.push(Rate::from_bytes_over(delivered - f.last_sample_delivered, interval).0);
+            s.delivered_bytes.push(delivered);
+            s.retransmissions.push(f.sender.counters.retransmissions);
+            s.ca_state.push(tp.ca_state as u8);
+            s.pacing_rate_bps.push(if tp.pacing_status == crate::cc::PacingStatus::Needed { tp.pacing_rate * 8 } else { 0 });
+            f.last_sample_delivered = delivered;
+            if tp.cwnd == 0 {
+                self.violations.push(format!("flow {}: cwnd 0 at {} ns", f.sender.flow, now.0));
+            }
+        }
+        for u in &mut self.udp {
+            u.series.t_ns.push(now.0);
+            u.series.throughput_bps.push(Rate::from_bytes_over(u.received_bytes - u.last_sample_bytes, interval).0);
+            u.series.received_bytes.push(u.received_bytes);
+            u.last_sample_bytes = u.received_bytes;
+        }
+        for (l, q) in self.links.iter().zip(self.queue_series.iter_mut()) {
+            q.t_ns.push(now.0);
+            q.backlog_packets.push(l.backlog_packets());
+            q.backlog_bytes.push(l.backlog_bytes());
+            q.drops.push(l.stats.drops_queue + l.stats.drops_random + l.stats.drops_aqm);
+            q.bytes_out.push(l.stats.bytes_out);
+            q.rate_bps.push(l.rate().0);
+        }
+    }
+}
