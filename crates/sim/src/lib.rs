@@ -21,7 +21,7 @@ pub mod traffic;
 pub mod units;
 
 pub use config::{FlowConfig, NetworkConfig, RunConfig, SimConfig};
-pub use sim::{CcaFactory, RunResult, Simulation};
+pub use sim::{CcaFactory, FlowResult, LinkResult, RunResult, Simulation, UdpResult, WebResult};
 
 /// Runs a scenario to completion.
 pub fn run(cfg: SimConfig) -> Result<RunResult, String> {

@@ -113,8 +113,10 @@ impl DelayLine {
     /// Returns a time at which the caller must schedule a wake-up, if one is needed.
     pub fn push(&mut self, now: Time, base: Dur, pkt: Packet) -> Option<Time> {
         let mut exit = now + self.draw(base);
-        let reorder = self.jitter.as_ref().is_some_and(|(j, _)| j.reorder);
-        if !reorder {
+        // Without jitter each flow's packets keep their order by themselves (one
+        // delay per flow); only jitter without reordering needs the FIFO rule.
+        let fifo = self.jitter.as_ref().is_some_and(|(j, _)| !j.reorder);
+        if fifo {
             exit = exit.max(self.last_exit);
         }
         self.last_exit = self.last_exit.max(exit);
