@@ -53,16 +53,23 @@ fn reverse_traffic_fills_the_reverse_bottleneck_and_delays_forward_acks() {
     // swings and a BDP buffer no longer quite covers it.
     assert!(util(rev) > 0.93, "reverse utilisation {}", util(rev));
     assert!(r.flows[1].background && r.flows[1].direction == Direction::Reverse);
-    // The forward flow's ACKs now wait behind reverse data: its smoothed RTT
-    // grows by the mean reverse queueing delay.
-    let rq = r.reverse_queue_series.as_ref().unwrap();
-    let mean_rq_ms = rq.backlog_bytes.iter().sum::<u64>() as f64 / rq.backlog_bytes.len() as f64 * 8.0 / 100e6 * 1e3;
-    assert!(mean_rq_ms > 3.0, "mean reverse queueing delay {mean_rq_ms} ms");
     let srtt = |r: &RunResult| {
         let s = &r.flow_series[0].srtt_us;
         s[s.len() / 2..].iter().map(|&x| x as f64).sum::<f64>() / (s.len() - s.len() / 2) as f64 / 1000.0
     };
-    assert!(srtt(&r) > srtt(&alone) + 0.5 * mean_rq_ms, "srtt {} ms with reverse traffic vs {} ms alone", srtt(&r), srtt(&alone));
+    let mean_q_ms = |q: &ccarena_sim::records::QueueSeries| {
+        let half = &q.backlog_bytes[q.backlog_bytes.len() / 2..];
+        half.iter().sum::<u64>() as f64 / half.len() as f64 * 8.0 / 100e6 * 1e3
+    };
+    let rq = mean_q_ms(r.reverse_queue_series.as_ref().unwrap());
+    let fq = mean_q_ms(&r.queue_series);
+    // The forward flow's RTT is the propagation delay plus both queues: its
+    // ACKs now wait behind reverse data.
+    assert!(rq > 5.0, "mean reverse queueing delay {rq} ms");
+    let expected = 40.0 + fq + rq;
+    assert!((srtt(&r) - expected).abs() < 3.0, "srtt {} ms, expected {expected} ms", srtt(&r));
+    let expected_alone = 40.0 + mean_q_ms(&alone.queue_series);
+    assert!((srtt(&alone) - expected_alone).abs() < 3.0, "srtt alone {} ms, expected {expected_alone}", srtt(&alone));
     // Without reverse traffic there is no reverse bottleneck (and no cost).
     assert!(alone.reverse_link.is_none());
 }
