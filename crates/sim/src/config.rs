@@ -5,6 +5,7 @@
 
 use crate::cc::ParamValue;
 use crate::net::loss::LossSpec;
+use crate::net::qdisc::QdiscConfig;
 use crate::net::queue::QueueLimit;
 use crate::tcp::TcpConfig;
 use crate::units::{Dur, Rate, Time};
@@ -26,6 +27,10 @@ pub struct NetworkConfig {
     /// Rate of every host's access link (default: 10 x the bottleneck).
     #[serde(default)]
     pub access_rate: Option<Rate>,
+    /// Queue discipline of the bottleneck (default: drop-tail); its size limit
+    /// is `buffer`.
+    #[serde(default)]
+    pub qdisc: QdiscConfig,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -106,6 +111,7 @@ impl SimConfig {
             _ => {}
         }
         n.loss.validate("network.loss")?;
+        n.qdisc.validate(n.buffer)?;
         if let Some(a) = n.access_rate {
             if a.0 == 0 {
                 return Err("network.access_rate: must be positive".into());

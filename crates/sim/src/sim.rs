@@ -11,7 +11,8 @@ use crate::config::SimConfig;
 use crate::event::{Event, EventQueue, TimerKind, TIMER_KINDS};
 use crate::net::link::{Link, LinkStats};
 use crate::net::pipe::Pipe;
-use crate::net::queue::DropTail;
+use crate::net::qdisc::build_qdisc;
+use crate::net::queue::QdiscStats;
 use crate::packet::{Packet, Payload};
 use crate::records::{FlowCounters, FlowSeries, QueueSeries};
 use crate::rng::Rng;
@@ -79,6 +80,10 @@ pub struct LinkResult {
     pub drops_aqm: u64,
     /// Bytes transmitted during the measurement window.
     pub window_bytes_out: u64,
+    /// Packets the queue discipline marked CE instead of dropping.
+    pub ce_marks: u64,
+    /// The queue discipline's own counters.
+    pub qdisc: QdiscStats,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -140,7 +145,7 @@ impl Simulation {
         let mut pipes = Vec::new();
         let bottleneck = Link::new(
             net.bottleneck_rate,
-            Box::new(DropTail::new(net.buffer)),
+            build_qdisc(&net.qdisc, net.buffer, net.bottleneck_rate, Rng::stream(seed, "bottleneck-aqm"))?,
             &net.loss,
             Rng::stream(seed, "bottleneck-loss"),
         );
@@ -474,6 +479,8 @@ impl Simulation {
             drops_random: stats.drops_random,
             drops_aqm: stats.drops_aqm,
             window_bytes_out: stats.bytes_out - self.window_bytes_start,
+            ce_marks: self.links[0].qdisc_stats().ce_marks,
+            qdisc: self.links[0].qdisc_stats(),
         };
         let mut flows = Vec::new();
         let mut flow_series = Vec::new();

@@ -4,7 +4,7 @@
 //! packet when its transmission completes, which is what lets the rate change
 //! mid-run and AQMs act at dequeue.
 
-use super::queue::{Enqueued, QueueDisc};
+use super::queue::{Enqueued, QdiscStats, QueueDisc};
 use crate::packet::Packet;
 use super::loss::{LossProcess, LossSpec};
 use crate::rng::Rng;
@@ -92,19 +92,36 @@ impl Link {
         if self.in_service.is_none() && self.qdisc.backlog_packets() == 0 {
             // Idle: the packet passes the (empty) queue straight to the wire. It
             // still goes through the discipline so AQMs see it.
-            if let Enqueued::Dropped(p) = self.qdisc.enqueue(now, pkt) {
-                self.stats.drops_queue += 1;
-                self.stats.count_drop(&p, false);
-                return Err(p);
-            }
+            self.offer(now, pkt)?;
             return Ok(self.start_next(now));
         }
+        self.offer(now, pkt)?;
+        Ok(None)
+    }
+
+    /// Offers a packet to the discipline and counts what it drops.
+    #[inline]
+    fn offer(&mut self, now: Time, pkt: Packet) -> Result<(), Packet> {
         match self.qdisc.enqueue(now, pkt) {
-            Enqueued::Accepted => Ok(None),
+            Enqueued::Accepted => Ok(()),
             Enqueued::Dropped(p) => {
                 self.stats.drops_queue += 1;
                 self.stats.count_drop(&p, false);
                 Err(p)
+            }
+            Enqueued::EarlyDropped(p) => {
+                self.stats.drops_aqm += 1;
+                self.stats.count_drop(&p, false);
+                Err(p)
+            }
+            Enqueued::Overflowed => {
+                self.scratch_drops.clear();
+                self.qdisc.take_drops(&mut self.scratch_drops);
+                for p in &self.scratch_drops {
+                    self.stats.drops_queue += 1;
+                    self.stats.count_drop(p, false);
+                }
+                Ok(())
             }
         }
     }
@@ -136,6 +153,11 @@ impl Link {
 
     pub fn backlog_packets(&self) -> u32 {
         self.qdisc.backlog_packets()
+    }
+
+    /// The discipline's own counters (CE marks, sojourn times, ...).
+    pub fn qdisc_stats(&self) -> QdiscStats {
+        self.qdisc.stats()
     }
 
     pub fn backlog_bytes(&self) -> u64 {

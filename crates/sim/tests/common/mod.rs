@@ -3,6 +3,7 @@
 
 use ccarena_sim::config::{FlowConfig, NetworkConfig, RunConfig, SimConfig};
 use ccarena_sim::net::loss::LossSpec;
+use ccarena_sim::net::qdisc::QdiscConfig;
 use ccarena_sim::net::queue::QueueLimit;
 use ccarena_sim::tcp::TcpConfig;
 use ccarena_sim::units::{Dur, Rate, Time};
@@ -24,7 +25,7 @@ pub fn flow(cca: &str, rtt_ms: u64) -> FlowConfig {
 
 pub fn scenario(rate_mbps: u64, buffer: QueueLimit, loss: LossSpec, flows: Vec<FlowConfig>, secs: u64, warmup: u64, seed: u64) -> SimConfig {
     SimConfig {
-        network: NetworkConfig { bottleneck_rate: Rate::from_mbps(rate_mbps), buffer, loss, access_rate: None },
+        network: NetworkConfig { bottleneck_rate: Rate::from_mbps(rate_mbps), buffer, loss, access_rate: None, qdisc: QdiscConfig::DropTail },
         flows,
         run: RunConfig { duration: Dur::from_secs(secs), warmup: Dur::from_secs(warmup), seed, sample_interval: Dur::from_ms(100), start_jitter: Dur::ZERO },
     }
