@@ -141,6 +141,12 @@ fn pie_keeps_the_queueing_delay_near_its_target() {
     assert!(p99 < 30.0, "p99 {p99:.2} ms");
     assert!(u > 0.98, "utilisation {u:.3}");
     assert!(r.link.drops_aqm > 0 && r.link.drops_queue == 0);
+    // The same with the delay estimated from the departure rate (Little's law).
+    let est = QdiscConfig::Pie(PieConfig { dq_rate_estimator: true, ..Default::default() });
+    let r = run(aqm_scenario(100, HUGE, est, cubics(4, 40, false), 60, 10, 1));
+    let (p50, avg, p99, u) = report("pie (rate estimator), 4 cubic", &r, 100);
+    assert!((12.0..=18.0).contains(&p50) && (12.0..=18.0).contains(&avg), "median {p50:.2} ms, mean {avg:.2} ms");
+    assert!(p99 < 30.0 && u > 0.98, "p99 {p99:.2} ms, utilisation {u:.3}");
     // One flow: below the target between its reductions, never far above it.
     let r = run(aqm_scenario(100, HUGE, pie(), cubics(1, 40, false), 60, 10, 1));
     let (p50, _, p99, u) = report("pie, 1 cubic", &r, 100);

@@ -55,7 +55,7 @@ impl Default for CodelParams {
 }
 
 /// The state of one CoDel instance (`struct codel_vars`).
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default)]
 pub struct CodelVars {
     /// Drops (and marks) since entering the dropping state.
     pub count: u32,
@@ -71,12 +71,6 @@ pub struct CodelVars {
     pub drop_next: u64,
     /// Sojourn time of the last packet dequeued (ns).
     pub ldelay: u64,
-}
-
-impl Default for CodelVars {
-    fn default() -> Self {
-        CodelVars { count: 0, lastcount: 0, dropping: false, rec_inv_sqrt: 0, first_above_time: 0, drop_next: 0, ldelay: 0 }
-    }
 }
 
 /// What a dequeue callback returns: the packet, its enqueue time, and the

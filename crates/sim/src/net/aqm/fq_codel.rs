@@ -129,8 +129,7 @@ impl FqCodel {
         let b = &mut self.buckets[idx];
         let mut len = 0u64;
         let mut n = 0u32;
-        loop {
-            let Some((_, p)) = b.queue.pop_front() else { break };
+        while let Some((_, p)) = b.queue.pop_front() {
             len += qdisc_len(&p) as u64;
             self.bytes -= p.wire_bytes as u64;
             self.pending_drops.push(p);

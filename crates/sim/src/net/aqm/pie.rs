@@ -12,8 +12,11 @@
 //! (150 ms, restored whenever the queue has calmed down), when the delay is
 //! under half the target and the probability under 20 %, or when fewer than two
 //! MTUs are queued; Linux's derandomisation accumulates the probability and
-//! never drops below 0.85 accumulated, always at 8.5. With ECN, ECN-capable
-//! packets are marked instead while the probability is at most 10 %.
+//! never drops below 0.85 accumulated, always at 8.5 (so at a steady
+//! probability p one packet in about (0.85/p - 1) + 1/p is dropped). With ECN,
+//! ECN-capable packets are marked instead while the probability is at most
+//! 10 %; as in Linux a mark does not reset the accumulator (only a drop does).
+//! The probability is not clamped at 1 (Linux keeps 8 spare bits).
 //!
 //! The queue delay comes, as by Linux's default, from timestamps (the sojourn
 //! of the last packet dequeued, 0 when the queue emptied); with
@@ -188,7 +191,7 @@ impl Pie {
         if self.p.dq_rate_estimator {
             qdelay_old = v.qdelay;
             v.qdelay_old = v.qdelay;
-            qdelay = if v.avg_dq_rate > 0 { (backlog << PIE_SCALE) / v.avg_dq_rate } else { 0 };
+            qdelay = (backlog << PIE_SCALE).checked_div(v.avg_dq_rate).unwrap_or(0);
         } else {
             qdelay = v.qdelay;
             qdelay_old = v.qdelay_old;
@@ -553,8 +556,7 @@ mod tests {
 
     #[test]
     fn ecn_marks_up_to_ten_percent() {
-        let mut p = PieParams::default();
-        p.ecn = true;
+        let p = PieParams { ecn: true, ..PieParams::default() };
         let mut q = Pie::new(p, QueueLimit::Packets(100_000), Rng::stream(2, "x"));
         q.vars.burst_time = 0;
         q.vars.qdelay = ticks(20 * MS);
