@@ -350,3 +350,59 @@ fn aqm_runs_are_deterministic_per_seed() {
         }
     }
 }
+
+/// The sender's side of RFC 3168 as Linux does it (`tcp_ecn_send`): new data is
+/// ECT, the first new segment after a reduction carries CWR, retransmissions
+/// are Not-ECT; an ECE enters CWR once per window.
+#[test]
+fn ecn_sender_sets_ect_on_new_data_only_and_reduces_on_ece() {
+    use ccarena_sim::packet::{AckSegment, Packet, Payload, SackBlocks, SeqRange};
+    use ccarena_sim::tcp::sender::TcpSender;
+    use ccarena_sim::tcp::TcpConfig;
+    use ccarena_sim::units::Time;
+
+    let cfg = TcpConfig { ecn: true, ..TcpConfig::default() };
+    let cc = ccarena_sim::cc::make_cca("reno", &Default::default()).unwrap();
+    let mut s = TcpSender::new(0, &cfg, cc, None);
+    let mut out = Vec::new();
+    s.connect(Time::ZERO, &mut out);
+    out.clear();
+    let synack = Packet { flow: 0, wire_bytes: 60, reverse: true, hop: 0, payload: Payload::SynAck { tsecr: 1 } };
+    s.on_packet(Time::from_ms(10), &synack, &mut out);
+    let data = |out: &Vec<Packet>| -> Vec<ccarena_sim::packet::DataSegment> {
+        out.iter().filter_map(|p| if let Payload::Data(d) = p.payload { Some(d) } else { None }).collect()
+    };
+    let iw = data(&out);
+    assert_eq!(iw.len(), 10);
+    assert!(iw.iter().all(|d| d.ect && !d.cwr && !d.retransmission));
+    let ack = |ack: u32, ece: bool, sack: &[SeqRange]| {
+        let mut blocks = SackBlocks::default();
+        for &b in sack {
+            blocks.push(b);
+        }
+        Packet::ack(0, AckSegment { ack, wnd_end: ack + 10_000, tsecr: 11, sack: blocks, ece, rx_seq: 0, rx_ns: 0 })
+    };
+    // An ECE on the ACK of segment 0: cwnd reduction (CWR), and the next new
+    // segment carries CWR, only that one.
+    let before = s.sock.cwnd;
+    out.clear();
+    s.on_packet(Time::from_ms(20), &ack(1, true, &[]), &mut out);
+    assert!(s.sock.ssthresh < before, "ssthresh {} after ECE (cwnd was {before})", s.sock.ssthresh);
+    assert_eq!(s.sock.ca_state, ccarena_sim::cc::CaState::Cwr);
+    let sent = data(&out);
+    out.clear();
+    s.on_packet(Time::from_ms(21), &ack(2, true, &[]), &mut out);
+    let sent: Vec<_> = sent.into_iter().chain(data(&out)).collect();
+    assert!(!sent.is_empty());
+    assert!(sent[0].cwr && sent.iter().skip(1).all(|d| !d.cwr), "{sent:?}");
+    assert!(sent.iter().all(|d| d.ect));
+    // Segment 2 lost: SACKs of 3.. make the sender retransmit it, Not-ECT.
+    let mut rtx = Vec::new();
+    for (i, hi) in (4..12u32).enumerate() {
+        out.clear();
+        s.on_packet(Time::from_ms(22 + i as u64), &ack(2, false, &[SeqRange::new(3, hi)]), &mut out);
+        rtx.extend(data(&out).into_iter().filter(|d| d.retransmission));
+    }
+    assert!(!rtx.is_empty(), "no retransmission");
+    assert!(rtx.iter().all(|d| d.seq == 2 && !d.ect && !d.cwr), "{rtx:?}");
+}
