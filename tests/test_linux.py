@@ -69,6 +69,16 @@ def test_linux_algorithms_are_validated_for_the_linux_backend():
     assert "newreno" in linux_cca_names() or "reno" not in kernel_ccas()
 
 
+def test_linux_backend_refuses_an_aqm():
+    from ccarena.linux.backend import check_scenario
+
+    sc = Scenario.from_dict({**BASE, "network": {**BASE["network"], "qdisc": "fq_codel"}}, backend="linux")
+    with pytest.raises(ScenarioError) as e:
+        check_scenario(sc)
+    assert e.value.field == "network.qdisc" and "allowed: drop_tail" in str(e.value)
+    check_scenario(Scenario.from_dict({**BASE, "network": {**BASE["network"], "qdisc": "drop_tail"}}, backend="linux"))
+
+
 @pytest.mark.parametrize(
     "linux,field,fragment",
     [

@@ -105,3 +105,69 @@ def test_unknown_cca_lists_every_algorithm_sorted():
         Scenario.from_dict(doc(**{"flows[0].cca": "cubc"}))
     names = sorted(c["name"] for c in cca_catalogue())
     assert str(e.value).endswith("allowed: " + ", ".join(names))
+
+
+def test_qdisc_defaults_to_drop_tail_and_resolves_names_and_tables():
+    assert "qdisc" not in Scenario.from_dict(BASE).engine["network"]
+    assert Scenario.from_dict(doc(**{"network.qdisc": "codel"})).engine["network"]["qdisc"] == {"kind": "codel"}
+    red = {"kind": "red", "min": "30p", "max": "90p", "max_p": 0.1, "ecn": True}
+    q = Scenario.from_dict(doc(**{"network.qdisc": red})).engine["network"]["qdisc"]
+    assert q == {"kind": "red", "min": {"packets": 30}, "max": {"packets": 90}, "max_p": 0.1, "ecn": True}
+    fq = {"kind": "fq_codel", "target": "5ms", "interval": "100ms", "quantum": "1514B", "flows": 1024, "ecn": False}
+    q = Scenario.from_dict(doc(**{"network.qdisc": fq})).engine["network"]["qdisc"]
+    assert q == {"kind": "fq_codel", "target": 5_000_000, "interval": 100_000_000, "quantum": 1514, "flows": 1024, "ecn": False}
+    pie = {"kind": "pie", "target": "20ms", "alpha": 0.125, "beta": 1.25, "dq_rate_estimator": True}
+    q = Scenario.from_dict(doc(**{"network.qdisc": pie})).engine["network"]["qdisc"]
+    assert q == {"kind": "pie", "target": 20_000_000, "alpha": 0.125, "beta": 1.25, "dq_rate_estimator": True}
+    # A threshold in bandwidth-delay products: 0.1 x 100 Mbit/s x 40 ms.
+    q = Scenario.from_dict(doc(**{"network.qdisc": {"kind": "red", "min": "0.1bdp", "max": "0.3bdp"}})).engine["network"]["qdisc"]
+    assert q["min"] == {"bytes": 50_000} and q["max"] == {"bytes": 150_000}
+    sc = Scenario.from_dict(doc(**{"network.qdisc": red}))
+    assert Scenario.from_toml(sc.to_toml()).engine == sc.engine
+
+
+@pytest.mark.parametrize(
+    "qdisc,field,fragment",
+    [
+        ("blue", "network.qdisc", "unknown queue discipline 'blue'; allowed: drop_tail, red, codel, fq_codel, pie"),
+        ({"kind": "sfq"}, "network.qdisc.kind", "allowed: drop_tail, red, codel, fq_codel, pie"),
+        ({"target": "5ms"}, "network.qdisc", "allowed: drop_tail"),
+        (7, "network.qdisc", "a name or a table"),
+        ({"kind": "codel", "targt": "5ms"}, "network.qdisc.targt", "unknown field; allowed: ce_threshold, ecn, interval, kind, target"),
+        ({"kind": "codel", "target": "5"}, "network.qdisc.target", "no unit"),
+        ({"kind": "codel", "ecn": "yes"}, "network.qdisc.ecn", "true or false"),
+        ({"kind": "red", "max_p": 1.5}, "network.qdisc.max_p", "probability"),
+        ({"kind": "red", "min": "30 parcels"}, "network.qdisc.min", "packets ('200p')"),
+        ({"kind": "red", "min": "90p", "max": "30p"}, "network.qdisc.max", "must be above min"),
+        ({"kind": "red", "min": "30p", "max": "90KB"}, "network.qdisc.max", "unit of min"),
+        ({"kind": "fq_codel", "flows": 0}, "network.qdisc.flows", "1.."),
+        ({"kind": "fq_codel", "quantum": "100B"}, "network.qdisc.quantum", "at least 256 bytes"),
+        ({"kind": "pie", "beta": 3}, "network.qdisc.beta", "[0, 2]"),
+        ({"kind": "pie", "tupdate": 0}, "network.qdisc.tupdate", "positive"),
+    ],
+)
+def test_qdisc_errors_name_the_field_and_what_is_allowed(qdisc, field, fragment):
+    with pytest.raises(ScenarioError) as e:
+        Scenario.from_dict(doc(**{"network.qdisc": qdisc}))
+    assert e.value.field == field
+    assert fragment in str(e.value)
+    assert "\n" not in str(e.value)
+
+
+def test_qdisc_runs_and_reports_marks():
+    from ccarena import api
+
+    d = doc(**{
+        "network.bottleneck_rate": "20Mbps",
+        "network.buffer": "1000p",
+        "network.qdisc": {"kind": "codel", "ecn": True},
+        "flows[0].cca": "cubic",
+        "flows[0].count": 2,
+        "tcp": {"ecn": True},
+        "run.duration": "8s",
+    })
+    r = api.run(d)
+    link = r.record["link"]
+    assert link["qdisc"]["kind"] == "codel"
+    assert link["ce_marks"] > 0 and link["drops_aqm"] == 0
+    assert r.summary["ce_marks"] == link["ce_marks"]

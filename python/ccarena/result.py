@@ -137,6 +137,7 @@ class RunResult:
             "throughput_ratio": throughput_ratio(thr),
             "aggregate_throughput_mbps": float(thr.sum()),
             "drops": int(link["drops_queue"] + link["drops_random"] + link["drops_aqm"]),
+            "ce_marks": int(link.get("ce_marks", 0)),
             "mean_queue_packets": float(self.queue.backlog_packets[self.queue.t_s > self.record["warmup_ns"] / 1e9].mean())
             if len(self.queue)
             else float("nan"),

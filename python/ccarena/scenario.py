@@ -34,7 +34,7 @@ class ScenarioError(ValueError):
 
 _TOP_KEYS = {"name", "description", "source", "network", "tcp", "flows", "run", "sweep", "notes", "requires", "figures", "cca_files", "linux"}
 BACKENDS = ("sim", "linux")
-_NETWORK_KEYS = {"bottleneck_rate", "buffer", "loss", "access_rate", "bdp_rtt"}
+_NETWORK_KEYS = {"bottleneck_rate", "buffer", "loss", "access_rate", "bdp_rtt", "qdisc"}
 _TCP_KEYS = {
     "mss": "int",
     "initial_cwnd": "int",
@@ -143,6 +143,77 @@ def _resolve_loss(value: Any, where: str) -> dict:
             raise ScenarioError(f"{where}.windows[{i}]", "an outage must end after it starts")
         out.append([start, end])
     return {"model": model, "windows_ns": out}
+
+
+#: Queue disciplines and their fields, with the kind of value each takes
+#: (docs/scenario.md lists the defaults, Linux's).
+_QDISCS = {
+    "drop_tail": {},
+    "red": {
+        "min": "queue", "max": "queue", "max_p": "prob", "w_q": "prob", "burst": "count", "avpkt": "size",
+        "ecn": "bool", "harddrop": "bool", "gentle": "bool",
+    },
+    "codel": {"target": "duration", "interval": "duration", "ecn": "bool", "ce_threshold": "duration"},
+    "fq_codel": {
+        "target": "duration", "interval": "duration", "ecn": "bool", "ce_threshold": "duration",
+        "flows": "count", "quantum": "size", "drop_batch_size": "count",
+    },
+    "pie": {
+        "target": "duration", "tupdate": "duration", "alpha": "hz", "beta": "hz",
+        "ecn": "bool", "bytemode": "bool", "dq_rate_estimator": "bool",
+    },
+}
+
+
+def _resolve_qdisc(value: Any, where: str, bdp_bytes) -> dict:
+    """`qdisc = "codel"` or `qdisc = { kind = "red", min = "30p", ... }` in
+    engine form; `bdp_bytes(multiple)` converts a `bdp` queue size to bytes."""
+    named = isinstance(value, str)
+    if named:
+        value = {"kind": value}
+    if not isinstance(value, dict):
+        raise ScenarioError(where, f"must be a name or a table with a 'kind'; allowed kinds: {', '.join(_QDISCS)}")
+    kind = value.get("kind")
+    if kind not in _QDISCS:
+        w = f"{where}.kind" if "kind" in value and not named else where
+        raise ScenarioError(w, f"unknown queue discipline {kind!r}; allowed: {', '.join(_QDISCS)}")
+    fields = _QDISCS[kind]
+    _check_keys(value, set(fields) | {"kind"}, where)
+    out: dict[str, Any] = {"kind": kind}
+    for key, v in value.items():
+        if key == "kind":
+            continue
+        w, t = f"{where}.{key}", fields[key]
+        if t == "bool":
+            if not isinstance(v, bool):
+                raise ScenarioError(w, f"must be true or false, got {v!r}")
+            out[key] = v
+        elif t == "duration":
+            out[key] = _unit(parse_duration, v, w)
+            if out[key] <= 0:
+                raise ScenarioError(w, "must be positive")
+        elif t == "count":
+            out[key] = _int(v, w, 1, 2**31 - 1)
+        elif t == "size":
+            out[key] = _unit(parse_size, v, w)
+            if out[key] <= 0:
+                raise ScenarioError(w, "must be positive")
+        elif t == "prob":
+            out[key] = _prob(v, w)
+            if out[key] == 0:
+                raise ScenarioError(w, "must be above 0")
+        elif t == "hz":
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 2:
+                raise ScenarioError(w, f"must be a number in [0, 2] (per second of delay), got {v!r}")
+            out[key] = float(v)
+        else:  # a queue size: bytes or packets
+            unit, amount = _unit(parse_buffer, v, w)
+            if unit == "bdp":
+                unit, amount = "bytes", bdp_bytes(amount)
+            if amount < 1:
+                raise ScenarioError(w, f"must be at least one byte or packet, got {v!r}")
+            out[key] = {unit: int(amount)}
+    return out
 
 
 def _resolve_tcp(table: Any, where: str, base: dict) -> dict:
@@ -309,6 +380,10 @@ def resolve(doc: dict, backend: str = "sim", base: Path | None = None) -> dict:
     if amount < 1 or (kind == "bytes" and amount < 1500):
         raise ScenarioError("network.buffer", f"must hold at least one 1500-byte packet, got {net['buffer']!r}")
     buffer = {kind: amount}
+    network = {"bottleneck_rate": rate, "buffer": buffer, "loss": loss, "access_rate": access}
+    if "qdisc" in net:
+        rtt_for_bdp = _unit(parse_duration, net["bdp_rtt"], "network.bdp_rtt") if "bdp_rtt" in net else max(rtts_ns)
+        network["qdisc"] = _resolve_qdisc(net["qdisc"], "network.qdisc", lambda m: int(round(rate / 8 * rtt_for_bdp / 1e9 * m)))
 
     duration = _unit(parse_duration, _require(run, "duration", "run"), "run.duration")
     if duration <= 0:
@@ -323,7 +398,7 @@ def resolve(doc: dict, backend: str = "sim", base: Path | None = None) -> dict:
     start_jitter = _unit(parse_duration, run.get("start_jitter", DEFAULT_START_JITTER), "run.start_jitter")
 
     engine = {
-        "network": {"bottleneck_rate": rate, "buffer": buffer, "loss": loss, "access_rate": access},
+        "network": network,
         "flows": [{k: v for k, v in f.items() if k != "_group"} for f in engine_flows],
         "run": {"duration": duration, "warmup": warmup, "seed": seed, "sample_interval": interval, "start_jitter": start_jitter},
     }

@@ -7,6 +7,7 @@ use crate::cc::ParamValue;
 use crate::net::delay_line::JitterConfig;
 use crate::net::dynamics::DynamicsConfig;
 use crate::net::loss::LossSpec;
+use crate::net::qdisc::QdiscConfig;
 use crate::net::queue::QueueLimit;
 use crate::tcp::TcpConfig;
 use crate::traffic::udp::UdpConfig;
@@ -30,6 +31,10 @@ pub struct NetworkConfig {
     /// Rate of every host's access link (default: 10 x the bottleneck).
     #[serde(default)]
     pub access_rate: Option<Rate>,
+    /// Queue discipline of the bottleneck (default: drop-tail); its size limit
+    /// is `buffer`.
+    #[serde(default)]
+    pub qdisc: QdiscConfig,
     /// Give the reverse direction its own bottleneck (same rate, buffer and
     /// discipline) even without reverse traffic, so ACKs queue behind each
     /// other. It is always built when some traffic runs in reverse.
@@ -141,6 +146,7 @@ impl SimConfig {
             _ => {}
         }
         n.loss.validate("network.loss")?;
+        n.qdisc.validate(n.buffer)?;
         if let Some(a) = n.access_rate {
             if a.0 == 0 {
                 return Err("network.access_rate: must be positive".into());

@@ -3,10 +3,12 @@
 //! keep cwnd >= 1 and its scoreboard counters consistent. The engine checks these
 //! itself at the end of each run (`invariant_violations`); here we throw varied
 //! scenarios at it, with every algorithm of the catalogue, including SACK off
-//! (NewReno), finite flows and heavy loss.
+//! (NewReno), finite flows and heavy loss, under every queue discipline (with
+//! and without ECN).
 
 mod common;
 use ccarena_sim::net::loss::LossSpec;
+use ccarena_sim::net::qdisc::{CodelConfig, FqCodelConfig, PieConfig, QdiscConfig, RedConfig};
 use ccarena_sim::net::queue::QueueLimit;
 use ccarena_sim::units::{Dur, Time};
 use ccarena_sim::Simulation;
@@ -22,16 +24,67 @@ struct FlowSpec {
     delayed_ack: bool,
     size_kb: Option<u64>,
     stop_ms: Option<u64>,
+    ecn: bool,
 }
 
 fn flow_spec() -> impl Strategy<Value = FlowSpec> {
     let ccas: Vec<&'static str> = ccarena_sim::cc::cca_catalogue().iter().map(|c| c.name).collect();
     (prop::sample::select(ccas), 1u64..300, 0u64..2000, prop::bool::weighted(0.7), prop::bool::weighted(0.8),
-     prop::option::weighted(0.3, 1u64..3000), prop::option::weighted(0.2, 500u64..4000))
-        .prop_map(|(cca, rtt_ms, start_ms, sack, delayed_ack, size_kb, stop_ms)| FlowSpec {
+     prop::option::weighted(0.3, 1u64..3000), prop::option::weighted(0.2, 500u64..4000), prop::bool::weighted(0.3))
+        .prop_map(|(cca, rtt_ms, start_ms, sack, delayed_ack, size_kb, stop_ms, ecn)| FlowSpec {
             cca, rtt_ms, start_ms, sack, delayed_ack, size_kb,
             stop_ms: stop_ms.map(|s| s + start_ms + 1),
+            ecn,
         })
+}
+
+/// A queue discipline; RED's thresholds are fractions of the buffer.
+#[derive(Debug, Clone)]
+enum QdiscSpec {
+    DropTail,
+    Red { min: f64, max: f64, max_p: f64, w_q: Option<f64>, ecn: bool, gentle: bool, harddrop: bool },
+    Codel { ecn: bool, target_ms: u64 },
+    FqCodel { ecn: bool, quantum: u32, flows: u32 },
+    Pie { ecn: bool, estimator: bool, bytemode: bool },
+}
+
+fn qdisc_spec() -> impl Strategy<Value = QdiscSpec> {
+    let b = any::<bool>;
+    prop_oneof![
+        3 => Just(QdiscSpec::DropTail),
+        1 => (0.05f64..0.4, 0.45f64..0.9, 0.01f64..1.0, prop::option::of(0.0005f64..0.5), b(), b(), b())
+            .prop_map(|(min, max, max_p, w_q, ecn, gentle, harddrop)| QdiscSpec::Red { min, max, max_p, w_q, ecn, gentle, harddrop }),
+        1 => (b(), 1u64..20).prop_map(|(ecn, target_ms)| QdiscSpec::Codel { ecn, target_ms }),
+        1 => (b(), 256u32..3000, prop::sample::select(vec![1u32, 2, 1024])).prop_map(|(ecn, quantum, flows)| QdiscSpec::FqCodel { ecn, quantum, flows }),
+        1 => (b(), b(), b()).prop_map(|(ecn, estimator, bytemode)| QdiscSpec::Pie { ecn, estimator, bytemode }),
+    ]
+}
+
+fn qdisc_config(q: &QdiscSpec, buffer: QueueLimit) -> QdiscConfig {
+    match *q {
+        QdiscSpec::DropTail => QdiscConfig::DropTail,
+        QdiscSpec::Red { min, max, max_p, w_q, ecn, gentle, harddrop } => {
+            let (lo, hi) = match buffer {
+                QueueLimit::Packets(n) => {
+                    let lo = ((n as f64 * min) as u32).max(1);
+                    (QueueLimit::Packets(lo), QueueLimit::Packets(((n as f64 * max) as u32).max(lo + 1)))
+                }
+                QueueLimit::Bytes(n) => {
+                    let lo = ((n as f64 * min) as u64).max(1500);
+                    (QueueLimit::Bytes(lo), QueueLimit::Bytes(((n as f64 * max) as u64).max(lo + 1500)))
+                }
+            };
+            // Without a weight, tc's rule needs a burst above min / avpkt.
+            let burst = w_q.is_none().then_some(match lo {
+                QueueLimit::Packets(p) => p + 1,
+                QueueLimit::Bytes(b) => (b / 1000) as u32 + 1,
+            });
+            QdiscConfig::Red(RedConfig { min: Some(lo), max: Some(hi), max_p: Some(max_p), w_q, burst, ecn, gentle, harddrop, ..Default::default() })
+        }
+        QdiscSpec::Codel { ecn, target_ms } => QdiscConfig::Codel(CodelConfig { ecn: Some(ecn), target: Some(Dur::from_ms(target_ms)), ..Default::default() }),
+        QdiscSpec::FqCodel { ecn, quantum, flows } => QdiscConfig::FqCodel(FqCodelConfig { ecn: Some(ecn), quantum: Some(quantum), flows: Some(flows), ..Default::default() }),
+        QdiscSpec::Pie { ecn, estimator, bytemode } => QdiscConfig::Pie(PieConfig { ecn, dq_rate_estimator: estimator, bytemode, ..Default::default() }),
+    }
 }
 
 fn loss_spec() -> impl Strategy<Value = LossSpec> {
@@ -54,6 +107,7 @@ proptest! {
         loss in loss_spec(),
         flows in prop::collection::vec(flow_spec(), 1..5),
         seed in 0u64..1000,
+        qdisc in qdisc_spec(),
     ) {
         let fcs = flows.iter().map(|s| {
             let mut f = flow(s.cca, s.rtt_ms);
@@ -62,10 +116,12 @@ proptest! {
             f.tcp.delayed_ack = s.delayed_ack;
             f.size = s.size_kb.map(|k| k * 1000 + 7);
             f.stop = s.stop_ms.map(Time::from_ms);
+            f.tcp.ecn = s.ecn;
             f
         }).collect();
         let buffer = if bytes_buffer { QueueLimit::Bytes(buffer_pkts as u64 * 1500) } else { QueueLimit::Packets(buffer_pkts) };
         let mut cfg = scenario(rate_mbps, buffer, loss, fcs, 6, 1, seed);
+        cfg.network.qdisc = qdisc_config(&qdisc, buffer);
         cfg.run.sample_interval = Dur::from_ms(50);
         let r = Simulation::new(cfg).unwrap().run();
         prop_assert!(r.invariant_violations.is_empty(), "{:?}", r.invariant_violations);

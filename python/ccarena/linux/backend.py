@@ -69,6 +69,9 @@ def check_scenario(sc: Scenario) -> list[str]:
     loss = e["network"]["loss"]
     if loss["model"] not in ("bernoulli", "periodic"):
         raise ScenarioError("network.loss.model", f"the linux backend supports loss models bernoulli and periodic, got {loss['model']!r}")
+    qdisc = e["network"].get("qdisc", {"kind": "drop_tail"})["kind"]
+    if qdisc != "drop_tail":
+        raise ScenarioError("network.qdisc", f"the linux backend's bottleneck is tbf's drop-tail queue; allowed: drop_tail, got {qdisc!r}")
     if e["network"].get("access_rate"):
         notes.append("network.access_rate is not applied: veth links have no rate of their own")
     hz = kernel_hz()
@@ -526,6 +529,7 @@ def build_record(run: _Run) -> dict:
         "drops_queue": fin["drops"],
         "drops_random": run.loss_drops,
         "drops_aqm": 0,
+        "ce_marks": 0,
         "window_bytes_out": out_at_end - out_at_warmup,
     }
     return {

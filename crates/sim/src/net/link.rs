@@ -4,7 +4,7 @@
 //! packet when its transmission completes, which is what lets the rate change
 //! mid-run and AQMs act at dequeue.
 
-use super::queue::{Enqueued, QueueDisc};
+use super::queue::{Enqueued, QdiscStats, QueueDisc};
 use crate::packet::Packet;
 use super::loss::{LossProcess, LossSpec};
 use crate::rng::Rng;
@@ -107,19 +107,36 @@ impl Link {
         if self.in_service.is_none() && self.qdisc.backlog_packets() == 0 {
             // Idle: the packet passes the (empty) queue straight to the wire. It
             // still goes through the discipline so AQMs see it.
-            if let Enqueued::Dropped(p) = self.qdisc.enqueue(now, pkt) {
-                self.stats.drops_queue += 1;
-                self.stats.count_drop(&p, false);
-                return Err(p);
-            }
+            self.offer(now, pkt)?;
             return Ok(self.start_next(now));
         }
+        self.offer(now, pkt)?;
+        Ok(None)
+    }
+
+    /// Offers a packet to the discipline and counts what it drops.
+    #[inline]
+    fn offer(&mut self, now: Time, pkt: Packet) -> Result<(), Packet> {
         match self.qdisc.enqueue(now, pkt) {
-            Enqueued::Accepted => Ok(None),
+            Enqueued::Accepted => Ok(()),
             Enqueued::Dropped(p) => {
                 self.stats.drops_queue += 1;
                 self.stats.count_drop(&p, false);
                 Err(p)
+            }
+            Enqueued::EarlyDropped(p) => {
+                self.stats.drops_aqm += 1;
+                self.stats.count_drop(&p, false);
+                Err(p)
+            }
+            Enqueued::Overflowed => {
+                self.scratch_drops.clear();
+                self.qdisc.take_drops(&mut self.scratch_drops);
+                for p in &self.scratch_drops {
+                    self.stats.drops_queue += 1;
+                    self.stats.count_drop(p, false);
+                }
+                Ok(())
             }
         }
     }
@@ -151,6 +168,11 @@ impl Link {
 
     pub fn backlog_packets(&self) -> u32 {
         self.qdisc.backlog_packets()
+    }
+
+    /// The discipline's own counters (CE marks, sojourn times, ...).
+    pub fn qdisc_stats(&self) -> QdiscStats {
+        self.qdisc.stats()
     }
 
     pub fn backlog_bytes(&self) -> u64 {
@@ -196,5 +218,45 @@ mod tests {
         assert_eq!(next, None);
         assert_eq!(l.stats.drops_queue, 1);
         assert_eq!(l.stats.flow_drops, vec![1]);
+    }
+
+    #[test]
+    fn counts_early_and_batch_drops_of_aqms() {
+        use crate::net::qdisc::{build_qdisc, FqCodelConfig, QdiscConfig, RedConfig};
+        let seg_of = |flow: u32, seq: u32| {
+            let mut p = seg(seq);
+            p.flow = flow;
+            p
+        };
+        // RED whose average is the instantaneous queue (w_q = 1) and that drops
+        // every arrival above 2 queued packets: early drops are AQM drops.
+        let red = QdiscConfig::Red(RedConfig {
+            min: Some(QueueLimit::Packets(1)),
+            max: Some(QueueLimit::Packets(2)),
+            w_q: Some(1.0),
+            ..Default::default()
+        });
+        let q = build_qdisc(&red, QueueLimit::Packets(100), Rate::from_mbps(10), Rng::stream(1, "aqm")).unwrap();
+        let mut l = Link::new(Rate::from_mbps(10), q, &LossSpec::none(), Rng::stream(1, "loss"));
+        for i in 0..10 {
+            let _ = l.arrive(Time(i), seg_of(1, i as u32));
+        }
+        assert!(l.stats.drops_aqm >= 6, "{:?}", l.stats);
+        assert_eq!(l.stats.drops_queue, 0);
+        assert_eq!(l.stats.flow_drops, vec![0, l.stats.drops_aqm]);
+        assert_eq!(l.held_packets().len() as u64 + l.stats.drops_aqm, 10);
+        // FQ-CoDel over its limit drops a batch from the fattest flow: queue drops.
+        let fq = QdiscConfig::FqCodel(FqCodelConfig::default());
+        let q = build_qdisc(&fq, QueueLimit::Packets(10), Rate::from_mbps(10), Rng::stream(1, "aqm")).unwrap();
+        let mut l = Link::new(Rate::from_mbps(10), q, &LossSpec::none(), Rng::stream(1, "loss"));
+        for i in 0..11 {
+            let _ = l.arrive(Time(i), seg_of(0, i as u32));
+        }
+        // One in service, 10 queued; the 12th arrival overflows: half of flow 0's
+        // 10 queued packets go.
+        let _ = l.arrive(Time(20), seg_of(2, 0));
+        assert_eq!(l.stats.drops_queue, 5);
+        assert_eq!(l.stats.flow_drops[0], 5);
+        assert_eq!(l.backlog_packets(), 6);
     }
 }

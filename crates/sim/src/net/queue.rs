@@ -21,7 +21,15 @@ pub enum QueueLimit {
 /// What happened to a packet offered to a queue.
 pub enum Enqueued {
     Accepted,
+    /// Dropped because the queue is full (tail drop, `limit`).
     Dropped(Packet),
+    /// Dropped by the discipline's congestion decision (RED's and PIE's early
+    /// drops); counted as an AQM drop.
+    EarlyDropped(Packet),
+    /// The queue overflowed and the discipline dropped packets already queued
+    /// to make room (FQ-CoDel drops a batch from its fattest flow); the arriving
+    /// packet may be among them. The link collects them with `take_drops`.
+    Overflowed,
 }
 
 pub trait QueueDisc: Send {
@@ -33,6 +41,66 @@ pub trait QueueDisc: Send {
     fn backlog_bytes(&self) -> u64;
     /// Packets still waiting (for end-of-run accounting).
     fn waiting(&self) -> Vec<Packet>;
+    /// Moves the packets dropped by the last `enqueue` that returned
+    /// `Enqueued::Overflowed` into `out`.
+    fn take_drops(&mut self, _out: &mut Vec<Packet>) {}
+    /// Counters of the discipline (CE marks, sojourn times, RED's curve).
+    fn stats(&self) -> QdiscStats {
+        QdiscStats::default()
+    }
+}
+
+/// What a discipline reports at the end of a run. Drops are counted by the link
+/// (per flow); these are the discipline's own counters.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct QdiscStats {
+    /// The discipline: `drop_tail`, `red`, `codel`, `fq_codel` or `pie`.
+    pub kind: String,
+    /// Packets marked Congestion Experienced instead of being dropped.
+    pub ce_marks: u64,
+    /// Packets dequeued by disciplines that timestamp packets (CoDel, FQ-CoDel,
+    /// PIE), with the sum and maximum of their sojourn times in the queue.
+    pub sojourn_packets: u64,
+    pub sojourn_sum_ns: u64,
+    pub sojourn_max_ns: u64,
+    /// RED only: arrivals binned by the average queue they saw.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub red_curve: Vec<RedBin>,
+}
+
+impl QdiscStats {
+    pub fn new(kind: &str) -> QdiscStats {
+        QdiscStats { kind: kind.to_string(), ..QdiscStats::default() }
+    }
+
+    /// Records the sojourn time of a packet leaving the queue.
+    #[inline]
+    pub fn sojourn(&mut self, d: u64) {
+        self.sojourn_packets += 1;
+        self.sojourn_sum_ns += d;
+        self.sojourn_max_ns = self.sojourn_max_ns.max(d);
+    }
+
+    /// Mean sojourn time in seconds (NaN without samples).
+    pub fn mean_sojourn_s(&self) -> f64 {
+        self.sojourn_sum_ns as f64 / self.sojourn_packets as f64 / 1e9
+    }
+}
+
+/// Arrivals at a RED queue whose average queue fell in [avg_lo, avg_hi) (in the
+/// unit of the thresholds: bytes or packets), what RED did to them, and the
+/// initial probability p_b it computed for them.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct RedBin {
+    pub avg_lo: f64,
+    pub avg_hi: f64,
+    pub arrivals: u64,
+    /// Early drops or marks decided with probability (between the thresholds).
+    pub prob_actions: u64,
+    /// Drops or marks because the average was above the maximum threshold.
+    pub forced_actions: u64,
+    /// The sum of p_b over the arrivals.
+    pub sum_pb: f64,
 }
 
 /// First-in first-out with tail drop when the limit would be exceeded.
@@ -79,6 +147,10 @@ impl QueueDisc for DropTail {
 
     fn waiting(&self) -> Vec<Packet> {
         self.queue.iter().map(|(_, p)| *p).collect()
+    }
+
+    fn stats(&self) -> QdiscStats {
+        QdiscStats::new("drop_tail")
     }
 }
 

@@ -15,7 +15,7 @@ use crate::net::dynamics::PathDynamics;
 use crate::net::link::Link;
 use crate::net::loss::LossSpec;
 use crate::net::pipe::Pipe;
-use crate::net::queue::DropTail;
+use crate::net::qdisc::build_qdisc;
 use crate::records::{FlowSeries, QueueSeries};
 use crate::rng::Rng;
 use crate::tcp::receiver::TcpReceiver;
@@ -123,14 +123,14 @@ impl Simulation {
         };
         let mut links = vec![Link::new(
             net.bottleneck_rate,
-            Box::new(DropTail::new(net.buffer)),
+            build_qdisc(&net.qdisc, net.buffer, net.bottleneck_rate, Rng::stream(seed, "bottleneck-aqm"))?,
             &net.loss,
             Rng::stream(seed, "bottleneck-loss"),
         )];
         if topo.reverse_bottleneck {
             links.push(Link::new(
                 net.bottleneck_rate,
-                Box::new(DropTail::new(net.buffer)),
+                build_qdisc(&net.qdisc, net.buffer, net.bottleneck_rate, Rng::stream(seed, "reverse-bottleneck-aqm"))?,
                 &LossSpec::none(),
                 Rng::stream(seed, "reverse-bottleneck-loss"),
             ));

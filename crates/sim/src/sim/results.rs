@@ -4,6 +4,7 @@
 
 use super::Simulation;
 use crate::net::link::Link;
+use crate::net::queue::QdiscStats;
 use crate::records::{FlowCounters, FlowSeries, QueueSeries, ShortFlowRecord, UdpSeries};
 use crate::traffic::Direction;
 use crate::units::Time;
@@ -46,6 +47,10 @@ pub struct LinkResult {
     /// Bytes the link could have sent during the measurement window (its rate
     /// integrated over the window, so rate changes count).
     pub window_capacity_bytes: u64,
+    /// Packets the queue discipline marked CE instead of dropping.
+    pub ce_marks: u64,
+    /// The queue discipline's own counters.
+    pub qdisc: QdiscStats,
 }
 
 /// Outcome of a UDP source.
@@ -123,6 +128,8 @@ impl Simulation {
             drops_aqm: s.drops_aqm,
             window_bytes_out: s.bytes_out - self.window_bytes_start[i],
             window_capacity_bytes: l.capacity_bytes(end) - self.window_capacity_start[i],
+            ce_marks: l.qdisc_stats().ce_marks,
+            qdisc: l.qdisc_stats(),
         }
     }
 

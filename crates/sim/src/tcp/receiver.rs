@@ -73,6 +73,9 @@ pub struct TcpReceiver {
     rcvbuf_segments: u32,
     wnd_end: u32,
     demand_cwr: bool,
+    /// ECN negotiated (TCP_ECN_OK) and an ECT segment seen (TCP_ECN_SEEN).
+    ecn: bool,
+    ecn_seen: bool,
 
     /// Total segments of a finite transfer (for the tail segment's size).
     app_segments: Option<u32>,
@@ -129,6 +132,8 @@ impl TcpReceiver {
             rcvbuf_segments,
             wnd_end: rcvbuf_segments,
             demand_cwr: false,
+            ecn: cfg.ecn,
+            ecn_seen: false,
             app_segments,
             tail_payload,
             last_rx_seq: 0,
@@ -202,6 +207,12 @@ impl TcpReceiver {
                 self.enter_quickack_mode(2);
                 self.demand_cwr = true;
             }
+            self.ecn_seen = true;
+        } else if d.ect {
+            self.ecn_seen = true;
+        } else if self.ecn && self.ecn_seen {
+            // Not-ECT after ECT segments: probably a retransmission; ACK quickly.
+            self.enter_quickack_mode(2);
         }
         self.last_rx_seq = d.seq;
         self.last_rx_ns = now.0;

@@ -1197,6 +1197,8 @@ impl TcpSender {
             self.sock.cwnd = self.cc.undo_cwnd(&mut self.sock).max(1);
             if self.prior_ssthresh > self.sock.ssthresh {
                 self.sock.ssthresh = self.prior_ssthresh;
+                // tcp_ecn_withdraw_cwr: the reduction is undone, no CWR to send.
+                self.queue_cwr = false;
             }
         }
         self.sock.cwnd_stamp = self.sock.jiffies;
@@ -1910,15 +1912,18 @@ impl TcpSender {
         }
         self.sock.lsndtime = self.sock.jiffies;
         let payload = self.seg_payload(seq);
-        // RFC 3168: the first data packet after a reduction carries CWR.
-        let cwr = std::mem::take(&mut self.queue_cwr);
+        // Linux `tcp_ecn_send` (RFC 3168 6.1.5): only new data is ECN-capable,
+        // and the first new data segment after a reduction carries CWR;
+        // retransmissions are sent Not-ECT, so a queue drops rather than marks them.
+        let new_data = self.ecn_ok && !retransmission;
+        let cwr = new_data && std::mem::take(&mut self.queue_cwr);
         let seg = DataSegment {
             seq,
             payload,
             tsval: ts_clock(self.sock.now),
             retransmission,
             ce: false,
-            ect: self.ecn_ok,
+            ect: new_data,
             cwr,
         };
         let pkt = Packet::data(self.flow, seg);

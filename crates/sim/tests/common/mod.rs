@@ -3,6 +3,7 @@
 
 use ccarena_sim::config::{FlowConfig, NetworkConfig, RunConfig, SimConfig};
 use ccarena_sim::net::loss::LossSpec;
+use ccarena_sim::net::qdisc::QdiscConfig;
 use ccarena_sim::net::queue::QueueLimit;
 use ccarena_sim::tcp::TcpConfig;
 use ccarena_sim::units::{Dur, Rate, Time};
@@ -34,6 +35,7 @@ pub fn scenario(rate_mbps: u64, buffer: QueueLimit, loss: LossSpec, flows: Vec<F
             access_rate: None,
             reverse_bottleneck: false,
             dynamics: Vec::new(),
+            qdisc: QdiscConfig::DropTail,
         },
         flows,
         udp: Vec::new(),

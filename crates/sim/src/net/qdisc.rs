@@ -1,0 +1,333 @@
+//! The bottleneck's queue discipline as a scenario gives it, and the factory
+//! that builds it. Every field is optional and defaults to Linux's (tc's)
+//! default; the discipline's size limit is always the scenario's
+//! `network.buffer` (in bytes or packets).
+
+use super::aqm::codel::{Codel, CodelParams};
+use super::aqm::fq_codel::{self, FqCodel};
+use super::aqm::pie::{self, Pie, PieParams};
+use super::aqm::red::{self, Red, RedParams};
+use super::queue::{DropTail, QueueDisc, QueueLimit};
+use crate::rng::Rng;
+use crate::units::{Dur, Rate};
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum QdiscConfig {
+    /// First in, first out; tail drop at the limit (`pfifo`/`bfifo`).
+    #[default]
+    DropTail,
+    Red(RedConfig),
+    Codel(CodelConfig),
+    FqCodel(FqCodelConfig),
+    Pie(PieConfig),
+}
+
+/// `tc qdisc ... red`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RedConfig {
+    /// Minimum threshold of the average queue, in bytes or packets (packets:
+    /// packet mode). Default: max / 3.
+    #[serde(default)]
+    pub min: Option<QueueLimit>,
+    /// Maximum threshold, in the unit of `min`. Default: 3 min, or limit / 4.
+    #[serde(default)]
+    pub max: Option<QueueLimit>,
+    /// Drop probability at the maximum threshold (tc `probability`, 0.02).
+    #[serde(default)]
+    pub max_p: Option<f64>,
+    /// Weight of the average (default: tc's 2^-Wlog from `burst`).
+    #[serde(default)]
+    pub w_q: Option<f64>,
+    /// Packets a burst may hold without early drops (tc default (2 min + max) / (3 avpkt)).
+    #[serde(default)]
+    pub burst: Option<u32>,
+    /// Average packet size in bytes (the idle decay and tc's weight; 1000).
+    #[serde(default)]
+    pub avpkt: Option<u32>,
+    /// Mark ECN-capable packets instead of dropping them.
+    #[serde(default)]
+    pub ecn: bool,
+    /// Drop above the maximum threshold even with ECN.
+    #[serde(default)]
+    pub harddrop: bool,
+    /// Gentle RED (not in Linux): p rises from max_p to 1 between max and 2 max.
+    #[serde(default)]
+    pub gentle: bool,
+}
+
+/// `tc qdisc ... codel`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CodelConfig {
+    #[serde(default)]
+    pub target: Option<Dur>,
+    #[serde(default)]
+    pub interval: Option<Dur>,
+    /// Mark instead of drop (Linux default: off).
+    #[serde(default)]
+    pub ecn: Option<bool>,
+    #[serde(default)]
+    pub ce_threshold: Option<Dur>,
+}
+
+/// `tc qdisc ... fq_codel`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FqCodelConfig {
+    #[serde(default)]
+    pub target: Option<Dur>,
+    #[serde(default)]
+    pub interval: Option<Dur>,
+    /// Mark instead of drop (Linux default: on).
+    #[serde(default)]
+    pub ecn: Option<bool>,
+    #[serde(default)]
+    pub ce_threshold: Option<Dur>,
+    /// Hash buckets (1024).
+    #[serde(default)]
+    pub flows: Option<u32>,
+    /// DRR quantum in bytes (1514).
+    #[serde(default)]
+    pub quantum: Option<u32>,
+    /// Packets dropped at most per overflow (64).
+    #[serde(default)]
+    pub drop_batch_size: Option<u32>,
+}
+
+/// `tc qdisc ... pie`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PieConfig {
+    #[serde(default)]
+    pub target: Option<Dur>,
+    #[serde(default)]
+    pub tupdate: Option<Dur>,
+    /// Hz (RFC 8033's 0.125; tc's `alpha 2` sixteenths).
+    #[serde(default)]
+    pub alpha: Option<f64>,
+    /// Hz (RFC 8033's 1.25; tc's `beta 20` sixteenths).
+    #[serde(default)]
+    pub beta: Option<f64>,
+    #[serde(default)]
+    pub ecn: bool,
+    #[serde(default)]
+    pub bytemode: bool,
+    #[serde(default)]
+    pub dq_rate_estimator: bool,
+}
+
+const WHERE: &str = "network.qdisc";
+
+fn positive_dur(d: Option<Dur>, default: Dur, field: &str) -> Result<Dur, String> {
+    let d = d.unwrap_or(default);
+    if d.0 == 0 {
+        return Err(format!("{WHERE}.{field}: must be positive"));
+    }
+    Ok(d)
+}
+
+fn codel_params(target: Option<Dur>, interval: Option<Dur>, ecn: bool, ce_threshold: Option<Dur>) -> Result<CodelParams, String> {
+    let d = CodelParams::default();
+    Ok(CodelParams {
+        target: positive_dur(target, d.target, "target")?,
+        interval: positive_dur(interval, d.interval, "interval")?,
+        mtu: d.mtu,
+        ecn,
+        ce_threshold,
+    })
+}
+
+fn amount(l: QueueLimit) -> u64 {
+    match l {
+        QueueLimit::Bytes(b) => b,
+        QueueLimit::Packets(p) => p as u64,
+    }
+}
+
+/// Resolves RED's thresholds and weight as tc does. The thresholds' unit is
+/// the unit of `min`/`max` (or of the limit when neither is given).
+pub fn red_params(c: &RedConfig, limit: QueueLimit) -> Result<RedParams, String> {
+    let packet_mode = match (c.min, c.max) {
+        (Some(QueueLimit::Bytes(_)), Some(QueueLimit::Packets(_))) | (Some(QueueLimit::Packets(_)), Some(QueueLimit::Bytes(_))) => {
+            return Err(format!("{WHERE}.max: must be in the unit of min (both bytes or both packets)"));
+        }
+        (Some(m), _) | (None, Some(m)) => matches!(m, QueueLimit::Packets(_)),
+        (None, None) => matches!(limit, QueueLimit::Packets(_)),
+    };
+    let limit_amount = match (limit, packet_mode) {
+        (QueueLimit::Packets(p), true) => p as u64,
+        (QueueLimit::Bytes(b), false) => b,
+        (QueueLimit::Packets(p), false) => p as u64 * 1514,
+        (QueueLimit::Bytes(b), true) => b / 1500,
+    };
+    let (min, max) = red::default_thresholds(c.min.map(amount), c.max.map(amount), limit_amount);
+    if max <= min {
+        return Err(format!("{WHERE}.max: must be above min ({min}), got {max}"));
+    }
+    let max_p = c.max_p.unwrap_or(red::DEFAULT_MAX_P);
+    if !(max_p > 0.0 && max_p <= 1.0) {
+        return Err(format!("{WHERE}.max_p: must be in (0, 1], got {max_p}"));
+    }
+    let avpkt = c.avpkt.unwrap_or(red::DEFAULT_AVPKT);
+    if avpkt == 0 {
+        return Err(format!("{WHERE}.avpkt: must be positive"));
+    }
+    // tc works in bytes; in packet mode a packet counts as avpkt bytes.
+    let unit = if packet_mode { avpkt as f64 } else { 1.0 };
+    let (min_b, max_b) = (min as f64 * unit, max as f64 * unit);
+    let w_q = match c.w_q {
+        Some(w) => {
+            if !(w > 0.0 && w <= 1.0) {
+                return Err(format!("{WHERE}.w_q: must be in (0, 1], got {w}"));
+            }
+            w
+        }
+        None => {
+            let burst = c.burst.unwrap_or_else(|| red::default_burst(min_b, max_b, avpkt));
+            red::ewma_weight(min_b, burst, avpkt).ok_or_else(|| {
+                format!(
+                    "{WHERE}.burst: {burst} packets is too small for min ({min}); tc needs burst > min / avpkt, e.g. {}",
+                    1 + (min_b / avpkt as f64) as u64
+                )
+            })?
+        }
+    };
+    Ok(RedParams { packet_mode, min: min as f64, max: max as f64, max_p, w_q, avpkt, ecn: c.ecn, harddrop: c.harddrop, gentle: c.gentle })
+}
+
+impl QdiscConfig {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            QdiscConfig::DropTail => "drop_tail",
+            QdiscConfig::Red(_) => "red",
+            QdiscConfig::Codel(_) => "codel",
+            QdiscConfig::FqCodel(_) => "fq_codel",
+            QdiscConfig::Pie(_) => "pie",
+        }
+    }
+
+    /// Checks the parameters (errors name the field) without building.
+    pub fn validate(&self, limit: QueueLimit) -> Result<(), String> {
+        build_qdisc(self, limit, Rate(1_000_000), Rng::stream(0, "validate")).map(|_| ())
+    }
+}
+
+/// Builds the discipline of a bottleneck of rate `rate` whose size limit is
+/// `limit`; `rng` is the stream of its random draws (RED, PIE, FQ-CoDel's hash key).
+pub fn build_qdisc(cfg: &QdiscConfig, limit: QueueLimit, rate: Rate, mut rng: Rng) -> Result<Box<dyn QueueDisc>, String> {
+    Ok(match cfg {
+        QdiscConfig::DropTail => Box::new(DropTail::new(limit)),
+        QdiscConfig::Red(c) => Box::new(Red::new(red_params(c, limit)?, limit, rate, rng)),
+        QdiscConfig::Codel(c) => Box::new(Codel::new(codel_params(c.target, c.interval, c.ecn.unwrap_or(false), c.ce_threshold)?, limit)),
+        QdiscConfig::FqCodel(c) => {
+            let params = codel_params(c.target, c.interval, c.ecn.unwrap_or(true), c.ce_threshold)?;
+            let flows = c.flows.unwrap_or(fq_codel::DEFAULT_FLOWS);
+            if flows == 0 || flows > fq_codel::MAX_FLOWS {
+                return Err(format!("{WHERE}.flows: must be in 1..{}, got {flows}", fq_codel::MAX_FLOWS));
+            }
+            let quantum = c.quantum.unwrap_or(fq_codel::DEFAULT_QUANTUM);
+            if quantum < fq_codel::MIN_QUANTUM {
+                return Err(format!("{WHERE}.quantum: must be at least {} bytes, got {quantum}", fq_codel::MIN_QUANTUM));
+            }
+            let batch = c.drop_batch_size.unwrap_or(fq_codel::DEFAULT_DROP_BATCH);
+            if batch == 0 {
+                return Err(format!("{WHERE}.drop_batch_size: must be positive"));
+            }
+            Box::new(FqCodel::new(params, limit, flows, quantum, batch, rng.next_u64()))
+        }
+        QdiscConfig::Pie(c) => {
+            let d = PieParams::default();
+            let mut p = PieParams {
+                target: positive_dur(c.target, d.target, "target")?,
+                tupdate: positive_dur(c.tupdate, d.tupdate, "tupdate")?,
+                alpha: c.alpha.unwrap_or(pie::DEFAULT_ALPHA),
+                beta: c.beta.unwrap_or(pie::DEFAULT_BETA),
+                ecn: c.ecn,
+                bytemode: c.bytemode,
+                dq_rate_estimator: c.dq_rate_estimator,
+            };
+            // Linux takes alpha and beta in sixteenths, 0..32 (0 to 2 Hz).
+            for (name, v) in [("alpha", &mut p.alpha), ("beta", &mut p.beta)] {
+                if !(0.0..=2.0).contains(v) {
+                    return Err(format!("{WHERE}.{name}: must be in [0, 2] (Hz), got {v}"));
+                }
+            }
+            Box::new(Pie::new(p, limit, rng))
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(json: &str) -> Result<QdiscConfig, String> {
+        serde_json::from_str(json).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn configs_deserialise_with_linux_defaults() {
+        assert_eq!(parse(r#"{"kind": "drop_tail"}"#).unwrap(), QdiscConfig::DropTail);
+        assert_eq!(parse(r#"{"kind": "codel"}"#).unwrap(), QdiscConfig::Codel(CodelConfig::default()));
+        let red = parse(r#"{"kind": "red", "min": {"packets": 30}, "max": {"packets": 90}, "max_p": 0.1, "ecn": true}"#).unwrap();
+        let QdiscConfig::Red(c) = &red else { panic!() };
+        let p = red_params(c, QueueLimit::Packets(1000)).unwrap();
+        assert!(p.packet_mode && p.min == 30.0 && p.max == 90.0 && p.max_p == 0.1 && p.ecn);
+        assert!(parse(r#"{"kind": "codel", "targt": 5}"#).unwrap_err().contains("unknown field"));
+        assert!(parse(r#"{"kind": "blue"}"#).is_err());
+        for kind in ["red", "codel", "fq_codel", "pie", "drop_tail"] {
+            let c = parse(&format!(r#"{{"kind": "{kind}"}}"#)).unwrap();
+            assert_eq!(c.kind(), kind);
+            let q = build_qdisc(&c, QueueLimit::Packets(1000), Rate::from_mbps(100), Rng::stream(1, "q")).unwrap();
+            assert_eq!(q.stats().kind, kind);
+        }
+    }
+
+    #[test]
+    fn red_defaults_follow_tc() {
+        // limit 400 KB, nothing else: max = 100 KB, min = 33.3 KB, bytes.
+        let p = red_params(&RedConfig::default(), QueueLimit::Bytes(400_000)).unwrap();
+        assert!(!p.packet_mode);
+        assert_eq!((p.min, p.max, p.max_p), (33_333.0, 100_000.0, 0.02));
+        // A packet limit gives packet thresholds: 1000p -> 83p / 250p.
+        let p = red_params(&RedConfig::default(), QueueLimit::Packets(1000)).unwrap();
+        assert!(p.packet_mode);
+        assert_eq!((p.min, p.max), (83.0, 250.0));
+    }
+
+    #[test]
+    fn errors_name_the_field() {
+        let bad = |c: QdiscConfig| build_qdisc(&c, QueueLimit::Packets(1000), Rate::from_mbps(10), Rng::stream(1, "q")).err().unwrap();
+        let red = |f: fn(&mut RedConfig)| {
+            let mut c = RedConfig::default();
+            f(&mut c);
+            QdiscConfig::Red(c)
+        };
+        assert!(bad(red(|c| c.max_p = Some(1.5))).starts_with("network.qdisc.max_p:"));
+        assert!(bad(red(|c| {
+            c.min = Some(QueueLimit::Packets(50));
+            c.max = Some(QueueLimit::Packets(40));
+        }))
+        .starts_with("network.qdisc.max:"));
+        assert!(bad(red(|c| {
+            c.min = Some(QueueLimit::Packets(50));
+            c.max = Some(QueueLimit::Bytes(400_000));
+        }))
+        .contains("unit of min"));
+        assert!(bad(red(|c| {
+            c.min = Some(QueueLimit::Bytes(30_000));
+            c.max = Some(QueueLimit::Bytes(90_000));
+            c.burst = Some(5);
+        }))
+        .starts_with("network.qdisc.burst:"));
+        assert!(bad(red(|c| c.w_q = Some(0.0))).starts_with("network.qdisc.w_q:"));
+        assert!(bad(QdiscConfig::Codel(CodelConfig { target: Some(Dur(0)), ..Default::default() })).starts_with("network.qdisc.target:"));
+        assert!(bad(QdiscConfig::FqCodel(FqCodelConfig { flows: Some(0), ..Default::default() })).starts_with("network.qdisc.flows:"));
+        assert!(bad(QdiscConfig::FqCodel(FqCodelConfig { quantum: Some(100), ..Default::default() })).starts_with("network.qdisc.quantum:"));
+        assert!(bad(QdiscConfig::Pie(PieConfig { beta: Some(3.0), ..Default::default() })).starts_with("network.qdisc.beta:"));
+        assert!(bad(QdiscConfig::Pie(PieConfig { tupdate: Some(Dur(0)), ..Default::default() })).starts_with("network.qdisc.tupdate:"));
+    }
+}
