@@ -9,6 +9,7 @@ use crate::net::dynamics::DynamicsConfig;
 use crate::net::loss::LossSpec;
 use crate::net::qdisc::QdiscConfig;
 use crate::net::queue::QueueLimit;
+use crate::net::trace::TraceConfig;
 use crate::tcp::TcpConfig;
 use crate::traffic::udp::UdpConfig;
 use crate::traffic::web::WebConfig;
@@ -43,6 +44,10 @@ pub struct NetworkConfig {
     /// Scheduled changes of the forward bottleneck (rate, delay, loss).
     #[serde(default)]
     pub dynamics: Vec<DynamicsConfig>,
+    /// Serve the forward bottleneck from a delivery-opportunity trace
+    /// (Mahimahi format) instead of at `bottleneck_rate`.
+    #[serde(default)]
+    pub trace: Option<TraceConfig>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -154,6 +159,12 @@ impl SimConfig {
         }
         for (i, d) in n.dynamics.iter().enumerate() {
             d.validate(&format!("network.dynamics[{i}]"))?;
+            if n.trace.is_some() && d.changes_rate() {
+                return Err(format!("network.dynamics[{i}]: a trace-driven bottleneck takes its rate from the trace; change delay or loss only"));
+            }
+        }
+        if let Some(t) = &n.trace {
+            t.validate("network.trace")?;
         }
         if self.flows.is_empty() && self.udp.is_empty() && self.web.is_empty() {
             return Err("flows: at least one flow (or a udp source or web generator) is required".into());
@@ -176,7 +187,13 @@ impl SimConfig {
         }
         // New data cannot run ahead of delivery by more than a window, and delivery
         // is bounded by the bottleneck.
-        let max_rate = n.dynamics.iter().map(|d| d.max_rate()).fold(n.bottleneck_rate.0, u64::max) as u128;
+        let trace_rate = n.trace.as_ref().map_or(0, |t| {
+            // The busiest millisecond bounds what a trace can carry.
+            let ms = &t.opportunities_ms;
+            let peak = ms.chunk_by(|a, b| a == b).map(|c| c.len()).max().unwrap_or(0) as u64;
+            peak * t.bytes_per_opportunity as u64 * 8 * 1000
+        });
+        let max_rate = n.dynamics.iter().map(|d| d.max_rate()).fold(n.bottleneck_rate.0.max(trace_rate), u64::max) as u128;
         for (i, f) in self.flows.iter().enumerate() {
             f.tcp.validate().map_err(|e| format!("flows[{i}].{e}"))?;
             if !external.iter().any(|n| n == &f.cca) {

@@ -250,3 +250,75 @@ fn bad_traffic_settings_name_their_fields() {
     let e = Simulation::new(cfg).err().unwrap();
     assert!(e.starts_with("web[0].sizes") && e.contains("max"), "{e}");
 }
+
+#[test]
+fn fq_codel_shares_fairly_between_a_greedy_tcp_flow_and_a_udp_flood() {
+    use ccarena_sim::net::qdisc::QdiscConfig;
+    // A 50 Mbit/s link, a CUBIC flow and a UDP source sending at the full link rate.
+    let go = |qdisc: QdiscConfig| {
+        let mut cfg = scenario(50, QueueLimit::Packets(1000), LossSpec::none(), vec![flow("cubic", 40)], 60, 10, 3);
+        cfg.network.qdisc = qdisc;
+        cfg.udp.push(udp(50, 40));
+        let r = run(cfg);
+        let tcp = goodput_bps(&r, 0) * 1500.0 / 1448.0 / 1e6;
+        let udp = r.udp[0].window_received_bytes as f64 * 8.0 / 50.0 / 1e6;
+        (tcp, udp)
+    };
+    let (tcp, udp) = go(QdiscConfig::FqCodel(Default::default()));
+    // Each gets half of the link (TCP counted in wire bytes).
+    assert!((tcp / 25.0 - 1.0).abs() < 0.08 && (udp / 25.0 - 1.0).abs() < 0.08, "fq_codel: tcp {tcp}, udp {udp} Mbit/s");
+    let (tcp, udp) = go(QdiscConfig::DropTail);
+    // Drop-tail: the unresponsive flood takes nearly everything.
+    assert!(tcp < 5.0 && udp > 44.0, "drop-tail: tcp {tcp}, udp {udp} Mbit/s");
+}
+
+fn trace_run(ms: Vec<u64>, secs: u64) -> RunResult {
+    use ccarena_sim::net::trace::TraceConfig;
+    let trace = TraceConfig { opportunities_ms: ms, bytes_per_opportunity: 1500, repeat: true };
+    let mean = trace.mean_rate_bps() as u64;
+    let mut cfg = scenario(mean / 1_000_000, QueueLimit::Bytes(4 * bdp_bytes(mean / 1_000_000, 40)), LossSpec::none(), vec![flow("cubic", 40)], secs, 5, 8);
+    cfg.network.trace = Some(trace);
+    run(cfg)
+}
+
+#[test]
+fn trace_replay_delivers_the_trace_capacity() {
+    // 1 s at 12 Mbit/s (one opportunity per ms), then 1 s at 36 Mbit/s, looped.
+    let mut ms: Vec<u64> = (1..=1000).collect();
+    ms.extend((1001..=2000).flat_map(|t| [t, t, t]));
+    let r = run_and_check_trace(ms, 40);
+    // The time series shows the two rates alternating.
+    let q = &r.queue_series;
+    let rate_at = |t_ms: u64| q.rate_bps[q.t_ns.iter().position(|&t| t == t_ms * 1_000_000).unwrap()];
+    assert_eq!(rate_at(10_500), 12_000_000);
+    assert_eq!(rate_at(11_500), 36_000_000);
+}
+
+fn run_and_check_trace(ms: Vec<u64>, secs: u64) -> RunResult {
+    let expected_capacity = {
+        let period = *ms.last().unwrap();
+        let per_loop = ms.len() as u64 * 1500;
+        let count = |t_ms: u64| (t_ms / period) * per_loop + ms.iter().filter(|&&m| m <= t_ms % period).count() as u64 * 1500;
+        count(secs * 1000) - count(5000)
+    };
+    let r = trace_run(ms, secs);
+    assert_eq!(r.link.window_capacity_bytes, expected_capacity);
+    let used = r.link.window_bytes_out as f64 / r.link.window_capacity_bytes as f64;
+    // A deep buffer keeps the queue from emptying: every opportunity is used.
+    // (One packet of slack: an opportunity exactly at the window's edge.)
+    assert!(used > 0.99 && r.link.window_bytes_out <= r.link.window_capacity_bytes + 1500, "used {used} of the trace's capacity");
+    r
+}
+
+#[test]
+fn a_cellular_like_trace_is_used_to_its_capacity() {
+    // Opportunities at Poisson times, 8 Mbit/s on average (like Mahimahi's
+    // synthetic traces), 20 s long.
+    let mut rng = ccarena_sim::rng::Rng::stream(1, "trace");
+    let (mut t, mut ms) = (0.0f64, vec![]);
+    while t < 20_000.0 {
+        t += -1.5 * (1.0 - rng.uniform()).ln();
+        ms.push(t.ceil() as u64);
+    }
+    run_and_check_trace(ms, 40);
+}

@@ -7,6 +7,7 @@
 use super::queue::{Enqueued, QdiscStats, QueueDisc};
 use crate::packet::Packet;
 use super::loss::{LossProcess, LossSpec};
+use super::trace::{TraceConfig, TraceService};
 use crate::rng::Rng;
 use crate::units::{Rate, Time};
 
@@ -56,6 +57,8 @@ pub struct Link {
     /// second), for the capacity of a link whose rate changes.
     capacity_bit_ns: u128,
     rate_since: Time,
+    /// Trace-driven service (Mahimahi) instead of a fixed rate.
+    trace: Option<TraceService>,
 }
 
 impl Link {
@@ -69,6 +72,7 @@ impl Link {
             scratch_drops: Vec::new(),
             capacity_bit_ns: 0,
             rate_since: Time::ZERO,
+            trace: None,
         }
     }
 
@@ -84,8 +88,20 @@ impl Link {
         self.rate = rate;
     }
 
+    /// Serve packets at a trace's delivery opportunities from now on.
+    pub fn set_trace(&mut self, cfg: &TraceConfig) {
+        self.trace = Some(TraceService::new(cfg));
+    }
+
+    pub fn is_trace_driven(&self) -> bool {
+        self.trace.is_some()
+    }
+
     /// Bytes the link could have sent in [0, now].
     pub fn capacity_bytes(&self, now: Time) -> u64 {
+        if let Some(t) = &self.trace {
+            return t.capacity_bytes(now);
+        }
         let bit_ns = self.capacity_bit_ns + self.rate.0 as u128 * now.0.saturating_sub(self.rate_since.0) as u128;
         (bit_ns / 8_000_000_000) as u64
     }
@@ -150,7 +166,10 @@ impl Link {
             self.stats.count_drop(p, false);
         }
         let pkt = next?;
-        let done = now + self.rate.tx_time(pkt.wire_bytes as u64);
+        let done = match &mut self.trace {
+            Some(trace) => trace.finish_time(now, pkt.wire_bytes),
+            None => now + self.rate.tx_time(pkt.wire_bytes as u64),
+        };
         self.in_service = Some(pkt);
         Some(done)
     }

@@ -9,3 +9,4 @@ pub mod loss;
 pub mod pipe;
 pub mod qdisc;
 pub mod queue;
+pub mod trace;

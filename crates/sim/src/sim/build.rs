@@ -127,6 +127,9 @@ impl Simulation {
             &net.loss,
             Rng::stream(seed, "bottleneck-loss"),
         )];
+        if let Some(trace) = &net.trace {
+            links[0].set_trace(trace);
+        }
         if topo.reverse_bottleneck {
             links.push(Link::new(
                 net.bottleneck_rate,
@@ -267,6 +270,7 @@ impl Simulation {
             out: Vec::with_capacity(64),
             window_bytes_start: vec![0; n_links],
             window_capacity_start: vec![0; n_links],
+            last_sample_capacity: vec![0; n_links],
             data_packets_forwarded: 0,
             violations: Vec::new(),
             cfg,

@@ -147,6 +147,7 @@ pub struct Simulation {
     out: Vec<Packet>,
     window_bytes_start: Vec<u64>,
     window_capacity_start: Vec<u64>,
+    last_sample_capacity: Vec<u64>,
     data_packets_forwarded: u64,
     violations: Vec<String>,
 }
@@ -527,13 +528,22 @@ impl Simulation {
             u.series.received_bytes.push(u.received_bytes);
             u.last_sample_bytes = u.received_bytes;
         }
-        for (l, q) in self.links.iter().zip(self.queue_series.iter_mut()) {
+        for (i, (l, q)) in self.links.iter().zip(self.queue_series.iter_mut()).enumerate() {
+            // A trace-driven link has no rate of its own: report what it offered
+            // over the last interval.
+            let capacity = l.capacity_bytes(now);
+            let rate = if l.is_trace_driven() {
+                Rate::from_bytes_over(capacity - self.last_sample_capacity[i], interval).0
+            } else {
+                l.rate().0
+            };
+            self.last_sample_capacity[i] = capacity;
             q.t_ns.push(now.0);
             q.backlog_packets.push(l.backlog_packets());
             q.backlog_bytes.push(l.backlog_bytes());
             q.drops.push(l.stats.drops_queue + l.stats.drops_random + l.stats.drops_aqm);
             q.bytes_out.push(l.stats.bytes_out);
-            q.rate_bps.push(l.rate().0);
+            q.rate_bps.push(rate);
         }
     }
 }

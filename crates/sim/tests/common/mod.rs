@@ -36,6 +36,7 @@ pub fn scenario(rate_mbps: u64, buffer: QueueLimit, loss: LossSpec, flows: Vec<F
             reverse_bottleneck: false,
             dynamics: Vec::new(),
             qdisc: QdiscConfig::DropTail,
+            trace: None,
         },
         flows,
         udp: Vec::new(),
