@@ -5,7 +5,7 @@
 //! or a delay line when its delay varies per packet (jitter) or many flows
 //! share it (web traffic).
 
-use super::{DelayedLeg, Flow, Hop, Simulation, UdpFlow, WebSlot, WebSource};
+use super::{route, DelayedLeg, Flow, Hop, Route, Simulation, UdpFlow, WebSlot, WebSource};
 use super::CcaFactory;
 use crate::cc::{make_cca, CongestionControl};
 use crate::config::SimConfig;
@@ -74,9 +74,11 @@ impl Topology {
     /// Receiver host -> (reverse bottleneck) -> propagation -> sender.
     fn ack_route(&mut self, dir: Direction, delay: Dur) -> Vec<Hop> {
         if self.reverse_bottleneck {
-            let access = self.pipe(Some(self.access), Dur::ZERO);
+            // ACKs go straight to the bottleneck: serialising 52-80 bytes at the
+            // access rate takes a tenth of a microsecond and would cost an event
+            // per ACK.
             let link = dir.ack_link();
-            vec![Hop::Pipe(access), Hop::Link(link), self.leg(link, delay, None), Hop::Sender]
+            vec![Hop::Link(link), self.leg(link, delay, None), Hop::Sender]
         } else {
             // Nothing queues on the way back: the access link and the propagation
             // delay in one pipe.
@@ -149,6 +151,7 @@ impl Simulation {
             })
             .collect();
         let mut flows = Vec::new();
+        let mut routes: Vec<[Route; 2]> = Vec::new();
         for (i, f) in cfg.flows.iter().enumerate() {
             let id = i as u32;
             let start = starts[i];
@@ -164,11 +167,10 @@ impl Simulation {
             let rev = topo.ack_route(f.direction, ack_delay);
             let flow_seed = Rng::stream(seed, &format!("cca-{id}")).next_u64();
             let (sender, receiver) = endpoints(id, &f.tcp, cc, f.size, flow_seed);
+            routes.push([route(&fwd), route(&rev)]);
             flows.push(Flow {
                 sender,
                 receiver,
-                fwd,
-                rev,
                 scheduled: [None; TIMER_KINDS],
                 series: FlowSeries::default(),
                 last_sample_delivered: 0,
@@ -192,7 +194,7 @@ impl Simulation {
         let mut udp = Vec::new();
         for (i, u) in cfg.udp.iter().enumerate() {
             let id = i as u32;
-            let route = topo.data_route(u.direction, halves(u.rtt).0, None, Hop::UdpSink);
+            let route_hops = topo.data_route(u.direction, halves(u.rtt).0, None, Hop::UdpSink);
             let window_start = u.start.max(warmup);
             let window_end = u.stop.map_or(end, |s| s.min(end));
             if u.start <= end {
@@ -206,7 +208,7 @@ impl Simulation {
             }
             udp.push(UdpFlow {
                 schedule: UdpSchedule::new(u.clone(), Rng::stream(seed, &format!("udp-{i}"))),
-                route,
+                route: route(&route_hops),
                 seq: 0,
                 sent_packets: 0,
                 sent_bytes: 0,
@@ -225,7 +227,6 @@ impl Simulation {
             let data_link = w.direction.data_link();
             let data_access = topo.pipe(Some(topo.access), Dur::ZERO);
             let data_line = topo.line(None, Rng::stream(seed, "unused"), data_link);
-            let ack_access = topo.pipe(Some(topo.access), Dur::ZERO);
             let ack_link = if topo.reverse_bottleneck { w.direction.ack_link() } else { u32::MAX };
             let ack_line = topo.line(None, Rng::stream(seed, "unused"), ack_link);
             let mut generator = WebGenerator::new(w.clone(), seed, i);
@@ -234,7 +235,7 @@ impl Simulation {
                     events.schedule(t, Event::Source((cfg.udp.len() + i) as u32));
                 }
             }
-            web.push(WebSource { generator, data_access, data_line, ack_access, ack_line, started: 0, offered_bytes: 0 });
+            web.push(WebSource { generator, data_access, data_line, ack_line, started: 0, offered_bytes: 0 });
         }
         let dynamics = net
             .dynamics
@@ -259,6 +260,7 @@ impl Simulation {
             lines: topo.lines,
             links,
             flows,
+            routes,
             free_slots: Vec::new(),
             udp,
             web,
@@ -294,22 +296,17 @@ impl Simulation {
             Hop::Line { line: src.data_line, delay: data_delay },
             Hop::Receiver,
         ];
+        // ACKs skip the access link (see `Topology::ack_route`).
         let rev = if self.links.len() > 1 {
-            vec![
-                Hop::Pipe(src.ack_access),
-                Hop::Link(w.direction.ack_link()),
-                Hop::Line { line: src.ack_line, delay: ack_delay },
-                Hop::Sender,
-            ]
+            vec![Hop::Link(w.direction.ack_link()), Hop::Line { line: src.ack_line, delay: ack_delay }, Hop::Sender]
         } else {
-            vec![Hop::Pipe(src.ack_access), Hop::Line { line: src.ack_line, delay: ack_delay }, Hop::Sender]
+            vec![Hop::Line { line: src.ack_line, delay: ack_delay }, Hop::Sender]
         };
         let epoch = self.flows.get(slot as usize).map_or(0, |f| f.epoch.wrapping_add(1));
+        let routes = [route(&fwd), route(&rev)];
         let flow = Flow {
             sender,
             receiver,
-            fwd,
-            rev,
             scheduled: [None; TIMER_KINDS],
             series: FlowSeries::default(),
             last_sample_delivered: 0,
@@ -325,8 +322,10 @@ impl Simulation {
         };
         if (slot as usize) < self.flows.len() {
             self.flows[slot as usize] = flow;
+            self.routes[slot as usize] = routes;
         } else {
             self.flows.push(flow);
+            self.routes.push(routes);
         }
         slot
     }

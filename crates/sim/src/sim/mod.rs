@@ -43,6 +43,16 @@ pub(crate) enum Hop {
     UdpSink,
 }
 
+/// A route: at most four hops (access, bottleneck, propagation, endpoint),
+/// stored inline so that forwarding a packet reads one small table.
+pub(crate) type Route = [Hop; 4];
+
+pub(crate) fn route(hops: &[Hop]) -> Route {
+    let mut r = [Hop::Sender; 4];
+    r[..hops.len()].copy_from_slice(hops);
+    r
+}
+
 /// Packets of UDP source `i` carry endpoint id `UDP_BASE + i`.
 pub(crate) const UDP_BASE: u32 = 1 << 31;
 
@@ -59,8 +69,6 @@ struct WebSlot {
 struct Flow {
     sender: TcpSender,
     receiver: TcpReceiver,
-    fwd: Vec<Hop>,
-    rev: Vec<Hop>,
     scheduled: [Option<Time>; TIMER_KINDS],
     series: FlowSeries,
     last_sample_delivered: u64,
@@ -79,7 +87,7 @@ struct Flow {
 
 struct UdpFlow {
     schedule: UdpSchedule,
-    route: Vec<Hop>,
+    route: Route,
     seq: u32,
     sent_packets: u64,
     sent_bytes: u64,
@@ -98,7 +106,6 @@ struct WebSource {
     generator: WebGenerator,
     data_access: u32,
     data_line: u32,
-    ack_access: u32,
     ack_line: u32,
     started: u64,
     offered_bytes: u64,
@@ -132,6 +139,8 @@ pub struct Simulation {
     lines: Vec<DelayLine>,
     links: Vec<Link>,
     flows: Vec<Flow>,
+    /// Data and ACK routes of each flow slot.
+    routes: Vec<[Route; 2]>,
     /// Flows from the configuration (the first entries of `flows`).
     configured: usize,
     free_slots: Vec<u32>,
@@ -311,9 +320,7 @@ impl Simulation {
         let hop = if pkt.flow >= UDP_BASE {
             self.udp[(pkt.flow - UDP_BASE) as usize].route[pkt.hop as usize]
         } else {
-            let f = &self.flows[pkt.flow as usize];
-            let route = if pkt.reverse { &f.rev } else { &f.fwd };
-            route[pkt.hop as usize]
+            self.routes[pkt.flow as usize][pkt.reverse as usize][pkt.hop as usize]
         };
         match hop {
             Hop::Pipe(p) => {
