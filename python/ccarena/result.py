@@ -51,6 +51,8 @@ class RunResult:
                     "group": groups[i],
                     "label": f["label"],
                     "cca": f["cca"],
+                    "direction": f.get("direction", "forward"),
+                    "background": bool(f.get("background", False)),
                     "rtt_ms": f["rtt_ns"] / 1e6,
                     "start_s": f["start_ns"] / 1e9,
                     "throughput_mbps": thr,
@@ -107,35 +109,113 @@ class RunResult:
     @cached_property
     def queue(self) -> pd.DataFrame:
         """The bottleneck queue: backlog, cumulative drops and bytes sent over time."""
-        q = self.record["queue_series"]
+        return _queue_frame(self.record["queue_series"])
+
+    @cached_property
+    def reverse_queue(self) -> pd.DataFrame:
+        """The reverse bottleneck's queue (empty when the run has none)."""
+        q = self.record.get("reverse_queue_series")
+        return _queue_frame(q) if q else pd.DataFrame(columns=self.queue.columns)
+
+    @cached_property
+    def udp(self) -> pd.DataFrame:
+        """One row per UDP source: rates, datagrams sent and received, loss."""
+        rows = []
+        for i, u in enumerate(self.record.get("udp", [])):
+            window_s = max(u["window_end_ns"] - u["window_start_ns"], 0) / 1e9
+            rows.append(
+                {
+                    "source": i,
+                    "label": u["label"],
+                    "direction": u["direction"],
+                    "rate_mbps": u["rate_bps"] / 1e6,
+                    "throughput_mbps": u["window_received_bytes"] * 8 / window_s / 1e6 if window_s > 0 else 0.0,
+                    "sent_packets": u["sent_packets"],
+                    "received_packets": u["received_packets"],
+                    "loss_rate": 1 - u["received_packets"] / u["sent_packets"] if u["sent_packets"] else np.nan,
+                }
+            )
+        return pd.DataFrame(rows, columns=_UDP_COLUMNS).set_index("source")
+
+    @cached_property
+    def udp_timeseries(self) -> pd.DataFrame:
+        """Long format: one row per (sample time, UDP source), wire bytes received."""
+        frames = []
+        for i, s in enumerate(self.record.get("udp_series", [])):
+            frames.append(
+                pd.DataFrame(
+                    {
+                        "t_s": np.asarray(s["t_ns"], dtype=float) / 1e9,
+                        "source": np.full(len(s["t_ns"]), i, dtype=np.int32),
+                        "throughput_mbps": np.asarray(s["throughput_bps"], dtype=float) / 1e6,
+                    }
+                )
+            )
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["t_s", "source", "throughput_mbps"])
+
+    @cached_property
+    def short_flows(self) -> pd.DataFrame:
+        """One row per web flow: size, RTT, start and flow completion time (NaN if unfinished)."""
+        recs = self.record.get("short_flows", [])
+        gens = self.record.get("web", [])
+        if not recs:
+            return pd.DataFrame(columns=_SHORT_FLOW_COLUMNS)
+        g = np.asarray([r["generator"] for r in recs], dtype=np.int64)
+        fct = np.asarray([np.nan if r["fct_ns"] is None else r["fct_ns"] for r in recs], dtype=float) / 1e9
+        acked = np.asarray([np.nan if r["acked_ns"] is None else r["acked_ns"] for r in recs], dtype=float) / 1e9
         return pd.DataFrame(
             {
-                "t_s": np.asarray(q["t_ns"], dtype=float) / 1e9,
-                "backlog_packets": q["backlog_packets"],
-                "backlog_bytes": q["backlog_bytes"],
-                "drops": q["drops"],
-                "bytes_out": q["bytes_out"],
-                "rate_mbps": np.asarray(q["rate_bps"], dtype=float) / 1e6,
-            }
+                "generator": g,
+                "label": [gens[k]["label"] if k < len(gens) else "" for k in g],
+                "direction": [gens[k]["direction"] if k < len(gens) else "forward" for k in g],
+                "size_bytes": np.asarray([r["size_bytes"] for r in recs], dtype=np.int64),
+                "rtt_ms": np.asarray([r["rtt_ns"] for r in recs], dtype=float) / 1e6,
+                "start_s": np.asarray([r["start_ns"] for r in recs], dtype=float) / 1e9,
+                "fct_s": fct,
+                "acked_s": acked,
+                "retransmissions": np.asarray([r["retransmissions"] for r in recs], dtype=np.int64),
+                "rtos": np.asarray([r["rtos"] for r in recs], dtype=np.int64),
+                "completed": ~np.isnan(fct),
+            },
+            columns=_SHORT_FLOW_COLUMNS,
         )
 
     # ---- summary ----
 
     @cached_property
     def summary(self) -> dict[str, Any]:
-        """Run-level metrics over the measurement window (docs/metrics.md)."""
+        """Run-level metrics over the measurement window (docs/metrics.md).
+
+        Fairness (Jain's index, throughput ratio, aggregate throughput) is over
+        the flows under study, background flows excluded; `utilization` counts
+        every forward long-lived flow (background included) against the link's
+        goodput capacity, `link_utilization` every byte the link sent (UDP and
+        web traffic included) against its capacity."""
         flows = self.flows
         link = self.record["link"]
-        rate = link["rate_bps"]
         window_s = (self.record["duration_ns"] - self.record["warmup_ns"]) / 1e9
-        thr = flows.throughput_mbps.to_numpy()
+        capacity_bytes = link.get("window_capacity_bytes") or link["rate_bps"] * window_s / 8
+        # The mean rate over the window (rate changes and traces included).
+        rate = capacity_bytes * 8 / window_s if window_s > 0 else link["rate_bps"]
+        studied = flows[~flows.background] if len(flows) else flows
+        thr = studied.throughput_mbps.to_numpy()
+        forward = flows[flows.direction == "forward"].throughput_mbps.to_numpy()
         mss = self.scenario.engine["flows"][0]["tcp"].get("mss", 1448)
+        extra: dict[str, Any] = {}
+        if len(self.udp):
+            extra["udp_throughput_mbps"] = float(self.udp.throughput_mbps.sum())
+        sf = self.short_flows
+        if len(sf):
+            extra["web_flows"] = int(len(sf))
+            extra["web_completed"] = float(sf.completed.mean())
+            extra["median_fct_s"] = float(sf.fct_s.median())
         return {
-            "utilization": float(thr.sum() * 1e6 / goodput_capacity_bps(rate, mss)),
-            "link_utilization": float(link["window_bytes_out"] * 8 / (rate * window_s)) if window_s > 0 else float("nan"),
+            "utilization": float(forward.sum() * 1e6 / goodput_capacity_bps(rate, mss)) if rate > 0 else float("nan"),
+            "link_utilization": float(link["window_bytes_out"] / capacity_bytes) if capacity_bytes > 0 else float("nan"),
             "jain_index": jain_index(thr),
             "throughput_ratio": throughput_ratio(thr),
             "aggregate_throughput_mbps": float(thr.sum()),
+            **extra,
             "drops": int(link["drops_queue"] + link["drops_random"] + link["drops_aqm"]),
             "ce_marks": int(link.get("ce_marks", 0)),
             "mean_queue_packets": float(self.queue.backlog_packets[self.queue.t_s > self.record["warmup_ns"] / 1e9].mean())
@@ -182,7 +262,30 @@ class RunResult:
         (d / "record.json").write_text(json.dumps(self.record))
         self.timeseries.to_parquet(d / "timeseries.parquet", index=False)
         self.queue.to_parquet(d / "queue.parquet", index=False)
+        if len(self.short_flows):
+            self.short_flows.to_parquet(d / "short_flows.parquet", index=False)
+        if len(self.udp):
+            self.udp.to_parquet(d / "udp.parquet")
         return d
+
+
+_UDP_COLUMNS = ["source", "label", "direction", "rate_mbps", "throughput_mbps", "sent_packets", "received_packets", "loss_rate"]
+_SHORT_FLOW_COLUMNS = [
+    "generator", "label", "direction", "size_bytes", "rtt_ms", "start_s", "fct_s", "acked_s", "retransmissions", "rtos", "completed",
+]
+
+
+def _queue_frame(q: dict) -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "t_s": np.asarray(q["t_ns"], dtype=float) / 1e9,
+            "backlog_packets": q["backlog_packets"],
+            "backlog_bytes": q["backlog_bytes"],
+            "drops": q["drops"],
+            "bytes_out": q["bytes_out"],
+            "rate_mbps": np.asarray(q["rate_bps"], dtype=float) / 1e6,
+        }
+    )
 
 
 def load_result(directory: str | Path) -> RunResult:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import json
+import random
 import re
 import tomllib
 from dataclasses import dataclass, field
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from . import _engine
+from . import traffic
 from .units import UnitError, parse_buffer, parse_duration, parse_rate, parse_size
 
 __all__ = ["ScenarioError", "Scenario", "load_scenario", "cca_catalogue", "apply_overrides"]
@@ -32,9 +34,15 @@ class ScenarioError(ValueError):
         super().__init__(f"{field}: {message}" if field else message)
 
 
-_TOP_KEYS = {"name", "description", "source", "network", "tcp", "flows", "run", "sweep", "notes", "requires", "figures", "cca_files", "linux"}
+_TOP_KEYS = {
+    "name", "description", "source", "network", "tcp", "flows", "udp", "web", "background", "run", "sweep", "notes",
+    "requires", "figures", "cca_files", "linux",
+}
 BACKENDS = ("sim", "linux")
-_NETWORK_KEYS = {"bottleneck_rate", "buffer", "loss", "access_rate", "bdp_rtt", "qdisc"}
+_NETWORK_KEYS = {
+    "bottleneck_rate", "buffer", "loss", "access_rate", "bdp_rtt", "qdisc", "reverse_bottleneck", "dynamics", "trace",
+    "trace_repeat",
+}
 _TCP_KEYS = {
     "mss": "int",
     "initial_cwnd": "int",
@@ -50,7 +58,10 @@ _TCP_KEYS = {
     "ecn": "bool",
     "slow_start_after_idle": "bool",
 }
-_FLOW_KEYS = {"cca", "rtt", "count", "start", "stagger", "stop", "size", "label", "cca_params", "tcp"}
+_FLOW_KEYS = {
+    "cca", "rtt", "count", "start", "stagger", "stop", "size", "label", "cca_params", "tcp", "direction", "background",
+    "jitter",
+}
 _RUN_KEYS = {"duration", "warmup", "seed", "sample_interval", "start_jitter"}
 #: Default random delay of each flow's start (see docs/scenario.md).
 DEFAULT_START_JITTER = "10ms"
@@ -285,6 +296,96 @@ def _backend_ccas(backend: str) -> list[str]:
     return _cca_names()
 
 
+def _resolve_jitter(value: Any, where: str) -> dict:
+    """`jitter = "5ms"` or `{ jitter = "5ms", distribution = "normal", reorder = false }`."""
+    if not isinstance(value, dict):
+        value = {"jitter": value}
+    _check_keys(value, {"jitter", "distribution", "reorder"}, where)
+    j = _unit(parse_duration, _require(value, "jitter", where), f"{where}.jitter")
+    if j <= 0:
+        raise ScenarioError(f"{where}.jitter", "must be positive")
+    shape = value.get("distribution", "uniform")
+    if shape not in ("uniform", "normal"):
+        raise ScenarioError(f"{where}.distribution", f"must be uniform or normal, got {shape!r}")
+    reorder = value.get("reorder", True)
+    if not isinstance(reorder, bool):
+        raise ScenarioError(f"{where}.reorder", f"must be true or false, got {reorder!r}")
+    return {"jitter": j, "distribution": shape, "reorder": reorder}
+
+
+def _resolve_flow_group(
+    group: Any, index: int, where: str, names: list[str], backend: str, base_tcp: dict, seed: int, offset: int, from_setup: bool
+) -> list[dict]:
+    """The engine flows of one [[flows]] table (or of a background set-up's)."""
+    _check_keys(group, _FLOW_KEYS, where)
+    cca = _require(group, "cca", where)
+    if not isinstance(cca, str) or cca not in names:
+        on = " on the linux backend (this kernel's and the project's BPF algorithms)" if backend == "linux" else ""
+        raise ScenarioError(f"{where}.cca", f"unknown congestion control {cca!r}{on}; allowed: {', '.join(sorted(names))}")
+    count = _int(group.get("count", 1), f"{where}.count", 1, 10_000)
+    rtt_value = _require(group, "rtt", where)
+    if isinstance(rtt_value, dict):
+        # RTTs drawn per flow from the run's seed: repetitions draw afresh.
+        dist = traffic.resolve_dist(rtt_value, parse_duration, f"{where}.rtt")
+        rng = random.Random(f"{seed}:{where}.rtt")
+        rtts = [max(1000, int(round(traffic.sample_dist(dist, rng)))) for _ in range(count)]
+    else:
+        rtts = _per_flow(rtt_value, count, parse_duration, f"{where}.rtt")
+    for r in rtts:
+        if r <= 0:
+            raise ScenarioError(f"{where}.rtt", "must be positive")
+    starts = _per_flow(group.get("start", 0), count, parse_duration, f"{where}.start")
+    if "stagger" in group:
+        step = _unit(parse_duration, group["stagger"], f"{where}.stagger")
+        starts = [s + j * step for j, s in enumerate(starts)]
+    starts = [s + offset for s in starts]
+    stops = _per_flow(group["stop"], count, parse_duration, f"{where}.stop") if "stop" in group else [None] * count
+    stops = [s + offset if s is not None else None for s in stops]
+    size = None
+    if "size" in group:
+        size = _unit(parse_size, group["size"], f"{where}.size")
+        if size <= 0:
+            raise ScenarioError(f"{where}.size", "must be positive")
+    params = group.get("cca_params", {})
+    if not isinstance(params, dict):
+        raise ScenarioError(f"{where}.cca_params", "must be a table such as { hystart = false }")
+    _check_python_params(cca, params, f"{where}.cca_params")
+    if backend == "linux" and params:
+        raise ScenarioError(f"{where}.cca_params", "the linux backend runs the kernel's algorithms with their defaults; allowed: {} (none)")
+    tcp = _resolve_tcp(group.get("tcp", {}), f"{where}.tcp", base_tcp)
+    label = group.get("label", cca)
+    if not isinstance(label, str):
+        raise ScenarioError(f"{where}.label", "must be a string")
+    direction = group.get("direction", "forward")
+    if direction not in ("forward", "reverse"):
+        raise ScenarioError(f"{where}.direction", f"must be forward or reverse, got {direction!r}")
+    background = group.get("background", from_setup)
+    if not isinstance(background, bool):
+        raise ScenarioError(f"{where}.background", f"must be true or false, got {background!r}")
+    jitter = _resolve_jitter(group["jitter"], f"{where}.jitter") if "jitter" in group else None
+    out = []
+    for j in range(count):
+        if stops[j] is not None and stops[j] <= starts[j]:
+            raise ScenarioError(f"{where}.stop", "must be after the flow's start")
+        out.append(
+            {
+                "cca": cca,
+                "cca_params": params,
+                "rtt": rtts[j],
+                "start": starts[j],
+                "stop": stops[j],
+                "size": size,
+                "tcp": tcp,
+                "label": label,
+                "direction": direction,
+                "jitter": jitter,
+                "background": background,
+                "_group": index,
+            }
+        )
+    return out
+
+
 def resolve(doc: dict, backend: str = "sim", base: Path | None = None) -> dict:
     """Validates a scenario document and returns the engine configuration.
 
@@ -307,7 +408,17 @@ def resolve(doc: dict, backend: str = "sim", base: Path | None = None) -> dict:
     if not isinstance(flows, list) or not flows:
         raise ScenarioError("flows", "must be a non-empty list of [[flows]] tables")
 
-    rate = _unit(parse_rate, _require(net, "bottleneck_rate", "network"), "network.bottleneck_rate")
+    seed = _int(run.get("seed", 1), "run.seed", 0, 2**63 - 1)
+    trace = None
+    if "trace" in net:
+        trace = traffic.resolve_trace(net["trace"], net.get("trace_repeat", True), base)
+    elif "trace_repeat" in net:
+        raise ScenarioError("network.trace_repeat", "only applies with network.trace")
+    if "bottleneck_rate" in net or trace is None:
+        rate = _unit(parse_rate, _require(net, "bottleneck_rate", "network"), "network.bottleneck_rate")
+    else:
+        # The trace sets the forward rate; the reverse link and defaults use its mean.
+        rate = int(round(traffic.trace_mean_rate_bps(trace)))
     if rate <= 0:
         raise ScenarioError("network.bottleneck_rate", f"must be positive, got {net['bottleneck_rate']!r}")
     access = None
@@ -320,58 +431,18 @@ def resolve(doc: dict, backend: str = "sim", base: Path | None = None) -> dict:
     base_tcp = _resolve_tcp(doc.get("tcp", {}), "tcp", {})
     names = _backend_ccas(backend)
     sim_names = set(_cca_names()) if backend != "sim" else set(names)
+    background = doc.get("background", "none")
+    if background not in traffic.BACKGROUNDS:
+        raise ScenarioError("background", f"unknown background set-up {background!r}; allowed: {', '.join(traffic.BACKGROUNDS)}")
+    setup = traffic.BACKGROUNDS[background]
+    interest_start = parse_duration(setup.get("interest_start", 0))
     engine_flows: list[dict] = []
-    rtts_ns: list[int] = []
-    for i, group in enumerate(flows):
-        where = f"flows[{i}]"
-        _check_keys(group, _FLOW_KEYS, where)
-        cca = _require(group, "cca", where)
-        if not isinstance(cca, str) or cca not in names:
-            on = " on the linux backend (this kernel's and the project's BPF algorithms)" if backend == "linux" else ""
-            raise ScenarioError(f"{where}.cca", f"unknown congestion control {cca!r}{on}; allowed: {', '.join(sorted(names))}")
-        count = _int(group.get("count", 1), f"{where}.count", 1, 10_000)
-        rtts = _per_flow(_require(group, "rtt", where), count, parse_duration, f"{where}.rtt")
-        for j, r in enumerate(rtts):
-            if r <= 0:
-                raise ScenarioError(f"{where}.rtt", "must be positive")
-        starts = _per_flow(group.get("start", 0), count, parse_duration, f"{where}.start")
-        if "stagger" in group:
-            step = _unit(parse_duration, group["stagger"], f"{where}.stagger")
-            starts = [s + j * step for j, s in enumerate(starts)]
-        stops = _per_flow(group["stop"], count, parse_duration, f"{where}.stop") if "stop" in group else [None] * count
-        size = None
-        if "size" in group:
-            size = _unit(parse_size, group["size"], f"{where}.size")
-            if size <= 0:
-                raise ScenarioError(f"{where}.size", "must be positive")
-        params = group.get("cca_params", {})
-        if not isinstance(params, dict):
-            raise ScenarioError(f"{where}.cca_params", "must be a table such as { hystart = false }")
-        _check_python_params(cca, params, f"{where}.cca_params")
-        if backend == "linux" and params:
-            raise ScenarioError(f"{where}.cca_params", "the linux backend runs the kernel's algorithms with their defaults; allowed: {} (none)")
-        tcp = _resolve_tcp(group.get("tcp", {}), f"{where}.tcp", base_tcp)
-        label = group.get("label", cca)
-        if not isinstance(label, str):
-            raise ScenarioError(f"{where}.label", "must be a string")
-        for j in range(count):
-            if stops[j] is not None and stops[j] <= starts[j]:
-                raise ScenarioError(f"{where}.stop", "must be after the flow's start")
-            engine_flows.append(
-                {
-                    "cca": cca,
-                    "cca_params": params,
-                    "rtt": rtts[j],
-                    "start": starts[j],
-                    "stop": stops[j],
-                    "size": size,
-                    "tcp": tcp,
-                    "label": label,
-                    "_group": i,
-                }
-            )
-            rtts_ns.append(rtts[j])
-
+    groups = [(f"flows[{i}]", g, interest_start, False) for i, g in enumerate(flows)]
+    groups += [(f"background[{background}].flows[{k}]", g, 0, True) for k, g in enumerate(setup.get("flows", []))]
+    for i, (where, group, offset, from_setup) in enumerate(groups):
+        engine_flows += _resolve_flow_group(group, i, where, names, backend, base_tcp, seed, offset, from_setup)
+    # A buffer in BDPs is sized for the flows under study.
+    rtts_ns = [f["rtt"] for f in engine_flows if not f["background"]] or [f["rtt"] for f in engine_flows]
     kind, amount = _unit(parse_buffer, _require(net, "buffer", "network"), "network.buffer")
     if kind == "bdp":
         bdp_rtt = _unit(parse_duration, net["bdp_rtt"], "network.bdp_rtt") if "bdp_rtt" in net else max(rtts_ns)
@@ -381,6 +452,16 @@ def resolve(doc: dict, backend: str = "sim", base: Path | None = None) -> dict:
         raise ScenarioError("network.buffer", f"must hold at least one 1500-byte packet, got {net['buffer']!r}")
     buffer = {kind: amount}
     network = {"bottleneck_rate": rate, "buffer": buffer, "loss": loss, "access_rate": access}
+    if net.get("reverse_bottleneck", False) is not False:
+        if net["reverse_bottleneck"] is not True:
+            raise ScenarioError("network.reverse_bottleneck", f"must be true or false, got {net['reverse_bottleneck']!r}")
+        network["reverse_bottleneck"] = True
+    if "dynamics" in net:
+        network["dynamics"] = traffic.resolve_dynamics(net["dynamics"])
+        if trace is not None and any(d["kind"] == "random_walk" and d["property"] == "rate" or "rate" in d.get("set", {}) or "rate" in d.get("high", {}) or "rate" in d.get("low", {}) for d in network["dynamics"]):
+            raise ScenarioError("network.dynamics", "a trace-driven bottleneck takes its rate from the trace; change delay or loss only")
+    if trace is not None:
+        network["trace"] = trace
     if "qdisc" in net:
         rtt_for_bdp = _unit(parse_duration, net["bdp_rtt"], "network.bdp_rtt") if "bdp_rtt" in net else max(rtts_ns)
         network["qdisc"] = _resolve_qdisc(net["qdisc"], "network.qdisc", lambda m: int(round(rate / 8 * rtt_for_bdp / 1e9 * m)))
@@ -391,15 +472,38 @@ def resolve(doc: dict, backend: str = "sim", base: Path | None = None) -> dict:
     warmup = _unit(parse_duration, run.get("warmup", 0), "run.warmup")
     if warmup >= duration:
         raise ScenarioError("run.warmup", f"must be shorter than run.duration ({run['duration']})")
-    seed = _int(run.get("seed", 1), "run.seed", 0, 2**63 - 1)
     interval = _unit(parse_duration, run.get("sample_interval", "100ms"), "run.sample_interval")
     if interval <= 0:
         raise ScenarioError("run.sample_interval", "must be positive")
     start_jitter = _unit(parse_duration, run.get("start_jitter", DEFAULT_START_JITTER), "run.start_jitter")
 
+    udp = traffic.resolve_udp(doc.get("udp", []), duration)
+    web_tables = list(doc.get("web", [])) if isinstance(doc.get("web", []), list) else doc.get("web")
+    web = traffic.resolve_web(web_tables, sorted(sim_names), lambda t, w: _resolve_tcp(t, w, base_tcp))
+    web += traffic.resolve_web(setup.get("web", []), sorted(sim_names), lambda t, w: _resolve_tcp(t, w, base_tcp))
+    if backend == "linux":
+        needs_sim = [
+            name
+            for name, used in (
+                ("udp", udp),
+                ("web", web),
+                ("network.dynamics", "dynamics" in network),
+                ("network.trace", trace is not None),
+                ("network.reverse_bottleneck", "reverse_bottleneck" in network),
+                ("flows[].jitter", any(f["jitter"] for f in engine_flows)),
+                ("flows[].direction = reverse", any(f["direction"] == "reverse" for f in engine_flows)),
+            )
+            if used
+        ]
+        if needs_sim:
+            raise ScenarioError(
+                "backend", f"the linux backend runs forward TCP flows over a fixed path; {', '.join(needs_sim)} need the simulator (--backend sim)"
+            )
     engine = {
         "network": network,
-        "flows": [{k: v for k, v in f.items() if k != "_group"} for f in engine_flows],
+        "flows": [{k: v for k, v in f.items() if not k.startswith("_")} for f in engine_flows],
+        "udp": udp,
+        "web": web,
         "run": {"duration": duration, "warmup": warmup, "seed": seed, "sample_interval": interval, "start_jitter": start_jitter},
     }
     from .cca import registered_ccas
@@ -417,6 +521,7 @@ def resolve(doc: dict, backend: str = "sim", base: Path | None = None) -> dict:
         m = re.match(r"([\w\[\]\.]+): (.*)", text)
         raise ScenarioError(m.group(1), m.group(2)) if m else ScenarioError("scenario", text) from None
     engine["_groups"] = [f["_group"] for f in engine_flows]
+    engine["_background"] = background
     engine["_python_ccas"] = python_ccas
     from .linux.options import resolve_linux_options
 
