@@ -426,13 +426,21 @@ def reproduce(
     repetitions: Optional[int] = typer.Option(None, "--repetitions", "-r", help="Override the number of repetitions."),
     per_run: str = typer.Option("first", "--per-run", help="Run figures for: first, all, none."),
     no_report: bool = typer.Option(False, "--no-report", help="Only run and store; no figures or report."),
+    background: Optional[str] = typer.Option(
+        None, "--background", "-b", help="Background traffic set-up: none, testbed or paper (docs/scenario.md); same as --set background=NAME."
+    ),
 ) -> None:
     """Run an experiment's sweep, store the results, draw its figures and write the report."""
     from .report import write_report
     from .store import load
+    from .traffic import BACKGROUNDS
 
     if per_run not in ("first", "all", "none"):
         raise UsageError(f"--per-run: unknown value {per_run!r}; allowed: first, all, none")
+    if background is not None:
+        if background not in BACKGROUNDS:
+            raise UsageError(f"--background: unknown set-up {background!r}; allowed: {', '.join(BACKGROUNDS)}")
+        sets = [*(sets or []), f"background={background}"]
     doc, outcome = _run_sweep_cli(preset, results_dir, jobs, dask, sets, not full, repetitions, None, True, False)
     res = load(results_dir)
     mode = "quick mode (add --full for the paper's set-up)" if outcome.experiment_id.endswith("@quick") else "full set-up"

@@ -305,7 +305,7 @@ def _setting(t: Any, where: str) -> dict:
 _DYNAMICS = {
     "step": {"at", "rate", "delay", "loss"},
     "pulse": {"start", "period", "duty", "high", "low", "until"},
-    "random_walk": {"property", "interval", "initial", "min", "max", "step", "correlation", "start", "until"},
+    "random_walk": {"property", "interval", "initial", "min", "max", "step", "correlation", "bounds", "start", "until"},
 }
 
 
@@ -362,10 +362,17 @@ def resolve_dynamics(tables: Any) -> list[dict]:
                     "kind": "random_walk", "property": prop, "interval": _positive_duration(t["interval"], f"{where}.interval"),
                     "initial": init, "min": lo, "max": hi, "step": value("step"),
                     "correlation": _number(t.get("correlation", 0.0), f"{where}.correlation", 0.0, 0.999),
+                    "bounds": _bounds(t.get("bounds", "clamp"), f"{where}.bounds"),
                     "start": opt_time("start") or 0, "until": opt_time("until"),
                 }
             )
     return out
+
+
+def _bounds(value: Any, where: str) -> str:
+    if value not in ("clamp", "reflect"):
+        raise _err(where, f"must be clamp or reflect, got {value!r}")
+    return value
 
 
 def trace_names() -> list[str]:

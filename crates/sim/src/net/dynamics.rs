@@ -67,7 +67,8 @@ pub enum DynamicsConfig {
         until: Option<Time>,
     },
     /// x(k+1) = x(k) + s(k+1), s(k+1) = c s(k) + sqrt(1 - c^2) N(0, step),
-    /// reflected into [min, max]; in the property's unit (bit/s, ns, probability).
+    /// kept in [min, max] by clamping (ccperf's definition) or by reflection;
+    /// in the property's unit (bit/s, ns, probability).
     RandomWalk {
         property: WalkProperty,
         interval: Dur,
@@ -78,10 +79,23 @@ pub enum DynamicsConfig {
         #[serde(default)]
         correlation: f64,
         #[serde(default)]
+        bounds: WalkBounds,
+        #[serde(default)]
         start: Time,
         #[serde(default)]
         until: Option<Time>,
     },
+}
+
+/// How a random walk stays within its bounds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WalkBounds {
+    /// x = min(max(x, min), max): the walk may rest at a bound (ccperf).
+    #[default]
+    Clamp,
+    /// Overshoot is mirrored back and the walk turns around.
+    Reflect,
 }
 
 fn half() -> f64 {
@@ -191,15 +205,14 @@ impl PathDynamics {
                     (low.clone(), cut(now + Dur(period.0 - phase), *until))
                 }
             }
-            DynamicsConfig::RandomWalk { property, interval, min, max, step, correlation, until, .. } => {
+            DynamicsConfig::RandomWalk { property, interval, min, max, step, correlation, bounds, until, .. } => {
                 if self.started {
                     let s = correlation * self.last_step
                         + (1.0 - correlation * correlation).sqrt() * step * crate::dist::std_normal(&mut self.rng);
                     self.last_step = s;
                     let mut x = self.value + s;
-                    // Reflect at the bounds (a clamped walk would stick to a bound);
-                    // a reflected walk keeps moving away from the bound it hit.
-                    for _ in 0..4 {
+                    // A reflected walk keeps moving away from the bound it hit.
+                    for _ in 0..(if *bounds == WalkBounds::Reflect { 4 } else { 0 }) {
                         if x > *max {
                             x = 2.0 * max - x;
                             self.last_step = -self.last_step.abs();
@@ -265,6 +278,7 @@ mod tests {
             max: 100e6,
             step: 10e6,
             correlation: 0.8,
+            bounds: WalkBounds::Reflect,
             start: Time::ZERO,
             until: None,
         };
@@ -285,6 +299,33 @@ mod tests {
         let steps: Vec<f64> = values.windows(2).map(|w| w[1] - w[0]).collect();
         let same = steps.windows(2).filter(|w| w[0] * w[1] > 0.0).count() as f64 / (steps.len() - 1) as f64;
         assert!(same > 0.6, "{same}");
+    }
+
+    #[test]
+    fn a_clamped_walk_rests_at_its_bounds() {
+        let cfg = DynamicsConfig::RandomWalk {
+            property: WalkProperty::Loss,
+            interval: Dur::from_ms(100),
+            initial: 0.0,
+            min: 0.0,
+            max: 0.01,
+            step: 0.002,
+            correlation: 0.0,
+            bounds: WalkBounds::Clamp,
+            start: Time::ZERO,
+            until: None,
+        };
+        let mut d = PathDynamics::new(cfg, Rng::stream(2, "walk"));
+        let mut t = Time::ZERO;
+        let mut at_bound = 0;
+        for _ in 0..2_000 {
+            let (s, next) = d.fire(t);
+            let Some(LossSpec::Bernoulli { p }) = s.loss else { panic!() };
+            assert!((0.0..=0.01).contains(&p));
+            at_bound += (p == 0.0 || p == 0.01) as u32;
+            t = next.unwrap();
+        }
+        assert!(at_bound > 200, "{at_bound}");
     }
 
     #[test]
