@@ -94,10 +94,29 @@ pub struct AckSegment {
     /// ECN-Echo.
     pub ece: bool,
     /// The newest data segment that arrived before this ACK and its arrival time
-    /// at the receiver (ns): a high-precision receive timestamp that rate-probing
-    /// algorithms (RAPID) use; ordinary TCP ignores it.
+    /// at the receiver: a high-precision receive timestamp that rate-probing
+    /// algorithms (RAPID) use; ordinary TCP ignores it. Only the low 32 bits of
+    /// the nanosecond clock travel (like a TCP timestamp option, it wraps, every
+    /// 4.3 s); the sender restores the full time with `rx_time`. This keeps a
+    /// packet within one 64-byte cache line.
     pub rx_seq: u32,
-    pub rx_ns: u64,
+    pub rx_ns_low: u32,
+}
+
+impl AckSegment {
+    /// The low 32 bits of a receive time in nanoseconds.
+    pub fn stamp(rx_ns: u64) -> u32 {
+        rx_ns as u32
+    }
+
+    /// The full receive time, given that the ACK arrives at `now_ns`, less than
+    /// 4.3 s after the data it reports on (0 stays 0: no data yet).
+    pub fn rx_time(&self, now_ns: u64) -> u64 {
+        if self.rx_ns_low == 0 && self.rx_seq == 0 {
+            return 0;
+        }
+        now_ns.wrapping_sub((now_ns as u32).wrapping_sub(self.rx_ns_low) as u64)
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -171,6 +190,14 @@ mod tests {
     }
 
     #[test]
+    fn receive_times_survive_the_32_bit_stamp() {
+        for &(rx, now) in &[(1_000u64, 2_000u64), (5_000_000_000, 5_000_000_001), ((1 << 32) - 5, (1 << 32) + 100), (9_999_999_999, 13_000_000_000)] {
+            let a = AckSegment { ack: 0, wnd_end: 0, tsecr: 0, sack: SackBlocks::default(), ece: false, rx_seq: 1, rx_ns_low: AckSegment::stamp(rx) };
+            assert_eq!(a.rx_time(now), rx);
+        }
+    }
+
+    #[test]
     fn sack_option_sizes() {
         let mut s = SackBlocks::default();
         assert_eq!(s.wire_bytes(), 0);
@@ -180,6 +207,6 @@ mod tests {
         s.push(SeqRange::new(5, 6));
         assert_eq!(s.wire_bytes(), 28);
         assert!(!s.push(SeqRange::new(7, 8)));
-        assert!(std::mem::size_of::<Packet>() <= 80);
+        assert!(std::mem::size_of::<Packet>() <= 64, "{}", std::mem::size_of::<Packet>());
     }
 }

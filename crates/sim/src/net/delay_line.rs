@@ -15,7 +15,7 @@ use crate::rng::Rng;
 use crate::units::{Dur, Time};
 use serde::{Deserialize, Serialize};
 use std::cmp::Reverse;
-use std::collections::{BTreeSet, BinaryHeap};
+use std::collections::BinaryHeap;
 
 /// How netem draws the jitter around the mean delay.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -74,8 +74,9 @@ pub struct DelayLine {
     last_exit: Time,
     /// Extra delay added to every packet (a path change of the leg's delay).
     extra: Dur,
-    /// Wake-ups already scheduled with the event queue.
-    wakeups: BTreeSet<Time>,
+    /// Wake-ups already scheduled with the event queue (rarely more than two,
+    /// so a plain list beats a tree).
+    wakeups: Vec<Time>,
 }
 
 impl DelayLine {
@@ -86,7 +87,7 @@ impl DelayLine {
             jitter: jitter.map(|j| (j, rng)),
             last_exit: Time::ZERO,
             extra: Dur::ZERO,
-            wakeups: BTreeSet::new(),
+            wakeups: Vec::new(),
         }
     }
 
@@ -127,10 +128,10 @@ impl DelayLine {
 
     fn wakeup_for_head(&mut self) -> Option<Time> {
         let head = self.held.peek()?.0.exit;
-        match self.wakeups.first() {
+        match self.wakeups.iter().min() {
             Some(&w) if w <= head => None,
             _ => {
-                self.wakeups.insert(head);
+                self.wakeups.push(head);
                 Some(head)
             }
         }
@@ -138,7 +139,9 @@ impl DelayLine {
 
     /// A wake-up scheduled for `now` fired.
     pub fn woke(&mut self, now: Time) {
-        self.wakeups.remove(&now);
+        if let Some(i) = self.wakeups.iter().position(|&w| w == now) {
+            self.wakeups.swap_remove(i);
+        }
     }
 
     /// The next packet due at `now`, if any.

@@ -479,7 +479,7 @@ impl TcpReceiver {
             sack,
             ece: self.demand_cwr,
             rx_seq: self.last_rx_seq,
-            rx_ns: self.last_rx_ns,
+            rx_ns_low: AckSegment::stamp(self.last_rx_ns),
         };
         out.push(Packet::ack(self.flow, ack));
         self.acks_sent += 1;

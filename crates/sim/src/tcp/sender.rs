@@ -533,7 +533,7 @@ impl TcpSender {
         let mut rexmit = Rexmit::None;
 
         self.rcv_tsecr = a.tsecr;
-        let arrival = AckArrival { ack, rx_seq: a.rx_seq, rx_ns: a.rx_ns, now_ns: self.sock.now.0 };
+        let arrival = AckArrival { ack, rx_seq: a.rx_seq, rx_ns: a.rx_time(self.sock.now.0), now_ns: self.sock.now.0 };
         self.cc.ack_arrival(&mut self.sock, &arrival);
 
         if seq_before(ack, prior_snd_una) {
