@@ -4,7 +4,8 @@
 //! itself at the end of each run (`invariant_violations`); here we throw varied
 //! scenarios at it, with every algorithm of the catalogue, including SACK off
 //! (NewReno), finite flows and heavy loss, under every queue discipline (with
-//! and without ECN).
+//! and without ECN), with reverse flows, jitter, UDP sources, web traffic and
+//! rate/delay changes.
 
 mod common;
 use ccarena_sim::net::loss::LossSpec;
@@ -25,16 +26,23 @@ struct FlowSpec {
     size_kb: Option<u64>,
     stop_ms: Option<u64>,
     ecn: bool,
+    reverse: bool,
+    jitter: Option<(u64, bool)>,
 }
 
 fn flow_spec() -> impl Strategy<Value = FlowSpec> {
     let ccas: Vec<&'static str> = ccarena_sim::cc::cca_catalogue().iter().map(|c| c.name).collect();
-    (prop::sample::select(ccas), 1u64..300, 0u64..2000, prop::bool::weighted(0.7), prop::bool::weighted(0.8),
-     prop::option::weighted(0.3, 1u64..3000), prop::option::weighted(0.2, 500u64..4000), prop::bool::weighted(0.3))
-        .prop_map(|(cca, rtt_ms, start_ms, sack, delayed_ack, size_kb, stop_ms, ecn)| FlowSpec {
+    (
+        (prop::sample::select(ccas), 1u64..300, 0u64..2000, prop::bool::weighted(0.7), prop::bool::weighted(0.8)),
+        (prop::option::weighted(0.3, 1u64..3000), prop::option::weighted(0.2, 500u64..4000), prop::bool::weighted(0.3)),
+        (prop::bool::weighted(0.2), prop::option::weighted(0.2, (1u64..50, any::<bool>()))),
+    )
+        .prop_map(|((cca, rtt_ms, start_ms, sack, delayed_ack), (size_kb, stop_ms, ecn), (reverse, jitter))| FlowSpec {
             cca, rtt_ms, start_ms, sack, delayed_ack, size_kb,
             stop_ms: stop_ms.map(|s| s + start_ms + 1),
             ecn,
+            reverse,
+            jitter,
         })
 }
 
@@ -108,6 +116,9 @@ proptest! {
         flows in prop::collection::vec(flow_spec(), 1..5),
         seed in 0u64..1000,
         qdisc in qdisc_spec(),
+        udp in prop::option::weighted(0.3, (1u64..100, any::<bool>(), any::<bool>())),
+        web_load in prop::option::weighted(0.3, 1u64..50),
+        step in prop::option::weighted(0.3, (100u64..5000, 1u64..300, 0u64..50)),
     ) {
         let fcs = flows.iter().map(|s| {
             let mut f = flow(s.cca, s.rtt_ms);
@@ -117,12 +128,40 @@ proptest! {
             f.size = s.size_kb.map(|k| k * 1000 + 7);
             f.stop = s.stop_ms.map(Time::from_ms);
             f.tcp.ecn = s.ecn;
+            if s.reverse {
+                f.direction = ccarena_sim::traffic::Direction::Reverse;
+            }
+            f.jitter = s.jitter.map(|(ms, reorder)| ccarena_sim::net::delay_line::JitterConfig {
+                jitter: Dur::from_ms(ms),
+                distribution: Default::default(),
+                reorder,
+            });
             f
         }).collect();
         let buffer = if bytes_buffer { QueueLimit::Bytes(buffer_pkts as u64 * 1500) } else { QueueLimit::Packets(buffer_pkts) };
         let mut cfg = scenario(rate_mbps, buffer, loss, fcs, 6, 1, seed);
         cfg.network.qdisc = qdisc_config(&qdisc, buffer);
         cfg.run.sample_interval = Dur::from_ms(50);
+        if let Some((pct, poisson, reverse)) = udp {
+            cfg.udp.push(serde_json::from_value(serde_json::json!({
+                "rate": rate_mbps * 10_000 * pct, "rtt": 20_000_000,
+                "pattern": { "kind": if poisson { "poisson" } else { "cbr" } },
+                "direction": if reverse { "reverse" } else { "forward" },
+            })).unwrap());
+        }
+        if let Some(pct) = web_load {
+            cfg.web.push(serde_json::from_value(serde_json::json!({ "load": rate_mbps * 10_000 * pct, "direction": if seed % 2 == 0 { "forward" } else { "reverse" } })).unwrap());
+        }
+        if let Some((at_ms, new_rate, delay_ms)) = step {
+            cfg.network.dynamics.push(ccarena_sim::net::dynamics::DynamicsConfig::Step {
+                at: Time::from_ms(at_ms),
+                set: ccarena_sim::net::dynamics::PathSetting {
+                    rate: Some(ccarena_sim::units::Rate::from_mbps(new_rate)),
+                    delay: Some(Dur::from_ms(delay_ms)),
+                    loss: None,
+                },
+            });
+        }
         let r = Simulation::new(cfg).unwrap().run();
         prop_assert!(r.invariant_violations.is_empty(), "{:?}", r.invariant_violations);
         for s in &r.flow_series {
