@@ -189,6 +189,7 @@ mod tests {
             }
             let offered = bytes as f64 * 8.0 / 3_600.0;
             let target = load as f64 * 1e6;
+            eprintln!("seed {seed}, {load} Mbit/s: offered {:.4} of the target over an hour", offered / target);
             assert!((offered / target - 1.0).abs() < 0.05, "seed {seed}: offered {offered:.0} b/s, target {target}");
         }
     }
