@@ -132,14 +132,20 @@ def _print_run(result) -> None:
     ]:
         t.add_column(col, justify=just)
     total = flows.throughput_mbps.sum()
+    background = int(flows.background.sum()) if "background" in flows else 0
     for i, f in flows.iterrows():
+        cca = f.cca + (" (reverse)" if f.get("direction", "forward") == "reverse" else "")
         t.add_row(
-            str(i), f.cca, f"{f.rtt_ms:g}", f"{f.start_s:g}", f"{f.throughput_mbps:.2f}",
+            str(i), cca, f"{f.rtt_ms:.4g}", f"{f.start_s:.4g}", f"{f.throughput_mbps:.2f}",
             f"{f.throughput_mbps / total:.1%}" if total > 0 else "-",
             f"{f.mean_cwnd:.0f}" if f.mean_cwnd == f.mean_cwnd else "-",
             f"{f.mean_srtt_ms:.1f}" if f.mean_srtt_ms == f.mean_srtt_ms else "-",
             str(f.retransmissions), str(f.rtos), "-" if linux else str(f.drops),
+            style="dim" if f.get("background", False) else None,
         )
+    if background:
+        t.caption = f"dim: background flows ({background}), left out of Jain's index and the throughput ratio"
+        t.caption_justify = "left"
     out.print(t)
     speed = result.record["duration_ns"] / 1e9 / result.wall_time_s if result.wall_time_s > 0 else float("inf")
     if linux:
@@ -154,6 +160,30 @@ def _print_run(result) -> None:
         f"throughput ratio (min/max) [bold]{s['throughput_ratio']:.3f}[/bold]   mean queue {s['mean_queue_packets']:.0f} packets   "
         f"({result.wall_time_s:.2f} s wall, {speed:.0f}x real time)"
     )
+    traffic = _traffic_line(result)
+    if traffic:
+        out.print(traffic)
+
+
+def _traffic_line(result) -> str:
+    """Web and UDP traffic in one line (empty when the run has neither)."""
+    s = result.summary
+    parts = []
+    if "web_flows" in s:
+        if s["web_flows"]:
+            fct = s["median_fct_s"]
+            parts.append(
+                f"web flows [bold]{s['web_flows']:,}[/bold] after warm-up, {s['web_completed']:.1%} completed, "
+                f"median FCT [bold]{fct * 1e3:.0f} ms[/bold]" if fct == fct else f"web flows {s['web_flows']:,} after warm-up, none completed"
+            )
+        else:
+            parts.append("web flows: none started after warm-up")
+    if "udp_throughput_mbps" in s:
+        from .metrics import udp_metrics
+
+        n, loss = len(result.udp), udp_metrics(result.udp)["udp_loss_rate"]
+        parts.append(f"UDP [bold]{s['udp_throughput_mbps']:.2f} Mbps[/bold] received ({n} source{'s' if n != 1 else ''}, loss {loss:.2%})")
+    return "   ".join(parts)
 
 
 @app.command()
@@ -288,15 +318,13 @@ def _run_sweep_cli(scenario: str, results_dir: Path, jobs, dask, sets, quick: bo
 
 def _points_table(res, experiment_id: str, title: str) -> Table:
     from .figures import short_label
-    from .report import key_metrics
+    from .report import experiment_shape, key_metrics
 
     runs = res.runs[res.runs.experiment_id == experiment_id]
     ok = runs[runs.status == "ok"]
-    flows = res.flows[res.flows.run_id.isin(ok.run_id)]
-    n_flows = int(flows.groupby("run_id").size().max()) if len(flows) else 0
-    n_groups = int(flows.groupby("run_id")["group"].nunique().max()) if len(flows) else 0
+    shape = experiment_shape(res, ok.run_id)
     names = res.param_names(experiment_id)
-    km = key_metrics(n_flows, n_groups)
+    km = key_metrics(shape["n_flows"], shape["n_groups"], shape["web"], shape["udp"])
     t = Table(title=title, title_justify="left", box=box.SIMPLE_HEAVY,
               caption="mean ± half-width of the 95 % confidence interval over repetitions", caption_justify="left")
     pts = res.points(experiment_id, km) if len(ok) else None

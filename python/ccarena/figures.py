@@ -12,9 +12,13 @@ Experiment level, from a results directory's metrics:
 Run level, from a run's time series:
 
 * ``run_timeseries_figure``: throughput, cwnd, sRTT per flow and the
-  bottleneck queue over time;
+  bottleneck queue over time (background flows muted, UDP sources and the
+  reverse bottleneck's queue when the run has them);
 * ``run_distribution_figure``: eCDFs of throughput and sRTT samples per flow
-  and each flow's mean operating point (throughput against sRTT).
+  and each flow's mean operating point (throughput against sRTT);
+* ``run_fct_figure``: for runs with web traffic, each short flow's completion
+  time against its size (with the binned median and the ideal) and the eCDF
+  of completion times, per direction.
 
 Which experiment figures a scenario gets is set by its ``[[figures]]`` tables
 (docs/scenario.md); without them, ``default_figure_specs`` picks sensible ones.
@@ -33,6 +37,8 @@ __all__ = [
     "stability_figure",
     "run_timeseries_figure",
     "run_distribution_figure",
+    "run_fct_figure",
+    "fct_figure_spec",
     "default_figure_specs",
     "validate_figure_specs",
     "metric_label",
@@ -64,6 +70,17 @@ _METRIC_LABELS = {
     "mean_utilization_bw_l7": "Bandwidth utilisation",
     "mean_network_power_l7": "Network power (Mbps/s)",
     "mean_cwnd_l4": "Mean cwnd (packets)",
+    "web_flows": "Web flows started",
+    "web_completed": "Web flows completed (share)",
+    "mean_fct_s": "Mean FCT of web flows (s)",
+    "median_fct_s": "Median FCT of web flows (s)",
+    "p95_fct_s": "95th-percentile FCT (s)",
+    "median_fct_slowdown": "Median FCT slowdown (FCT / ideal)",
+    "p95_fct_slowdown": "95th-percentile FCT slowdown",
+    "udp_throughput_mbps": "UDP throughput (Mbps)",
+    "udp_loss_rate": "UDP loss rate",
+    "background_throughput_mbps": "Background throughput (Mbps)",
+    "mean_reverse_queue_delay_ms": "Mean reverse queueing delay (ms)",
 }
 _PARAM_LABELS = {
     "rtt": "RTT",
@@ -88,6 +105,11 @@ SHORT_LABELS = {
     "total_rtos_l4": "RTOs",
     "mean_srtt_l4": "sRTT ms",
     "mean_est_qdelay_l4": "est. qdelay ms",
+    "median_fct_s": "median FCT s",
+    "p95_fct_s": "p95 FCT s",
+    "web_completed": "web done",
+    "median_fct_slowdown": "FCT slowdown",
+    "udp_throughput_mbps": "UDP Mbps",
 }
 
 
@@ -209,6 +231,22 @@ def default_figure_specs(axes: list[dict], n_flows: int) -> list[dict]:
     else:
         ys = ["utilization", "mean_est_qdelay_l4", "total_retransmissions_l4"]
     return [dict(spec, y=y, name=f"{y}-vs-{x['name']}") for y in ys]
+
+
+def fct_figure_spec(axes: list[dict], specs: list[dict]) -> dict | None:
+    """The sweep figure of median FCT for a sweep with web traffic: against the
+    x (and with the series and panels) of its first sweep figure, or of the
+    default ones; None when the sweep has a single point."""
+    base = next((s for s in specs if s.get("kind", "sweep") == "sweep" and "x" in s), None)
+    if base is None:
+        defaults = default_figure_specs(axes, 2)
+        base = defaults[0] if defaults else None
+    if base is None:
+        return None
+    spec = {k: base[k] for k in ("x", "series", "panels", "xscale", "xlabel") if k in base}
+    spec.update(kind="sweep", y="median_fct_s", yscale="log", name=f"median_fct_s-vs-{base['x']}",
+                caption="Median flow completion time of the web flows started after warm-up")
+    return spec
 
 
 def _tick(t: float) -> str:
@@ -394,7 +432,8 @@ def stability_figure(points: pd.DataFrame, spec: dict, base: Path, interval_s: f
 def _flow_names(flows: pd.DataFrame) -> list[str]:
     out = []
     for i, f in flows.iterrows():
-        out.append(f"{i}: {f['label']}, {f['rtt_ms']:g} ms")
+        rev = ", reverse" if f.get("direction", "forward") == "reverse" else ""
+        out.append(f"{i}: {f['label']}, {f['rtt_ms']:g} ms{rev}")
     return out
 
 
@@ -406,42 +445,106 @@ def _smooth(t: np.ndarray, y: np.ndarray, interval: float, window_s: float) -> t
     return t[m - 1 : n * m : m], y[: n * m].reshape(n, m).mean(axis=1)
 
 
+def _background_mask(flows: pd.DataFrame) -> np.ndarray:
+    if "background" not in flows:
+        return np.zeros(len(flows), bool)
+    return flows["background"].fillna(False).to_numpy(dtype=bool)
+
+
+_BACKGROUND_GREY = "0.62"
+_UDP_STYLES = ["--", "-.", ":"]
+
+
 def run_timeseries_figure(ts: pd.DataFrame, queue: pd.DataFrame, flows: pd.DataFrame, base: Path, title: str = "",
-                          warmup_s: float = 0.0, buffer_packets: float | None = None) -> list[Path]:
-    """Throughput, cwnd, sRTT per flow and the bottleneck queue over time (shared time axis)."""
+                          warmup_s: float = 0.0, buffer_packets: float | None = None, udp_ts: pd.DataFrame | None = None,
+                          udp: pd.DataFrame | None = None, reverse_queue: pd.DataFrame | None = None,
+                          buffer_bytes: float | None = None) -> list[Path]:
+    """Throughput, cwnd, sRTT per flow and the bottleneck queue over time (shared time axis).
+
+    The flows under study are drawn in colour. Background flows appear in the
+    throughput panel only, as thin grey lines (their windows and RTTs differ
+    so much that in the cwnd and sRTT panels they would hide the flows under
+    study). UDP sources (`udp_ts`, labelled from `udp`) are dashed lines in
+    the throughput panel, summed when there are more than two; the reverse
+    bottleneck's queue (`reverse_queue`) is a second line in the queue panel.
+    With `buffer_bytes` (a buffer given in bytes) the queue is drawn in bytes:
+    small packets (ACKs of reverse traffic, short web segments) make a
+    packet count overshoot such a buffer.
+    """
     plt = _plt()
     fig, axs = plt.subplots(4, 1, figsize=(7.0, 7.4), sharex=True)
-    names = _flow_names(flows)
-    colors = _colors(len(flows))
+    bg = _background_mask(flows)
+    studied, background = flows[~bg], flows[bg]
+    names = _flow_names(studied)
+    colors = _colors(len(studied))
     interval = float(np.median(np.diff(ts.t_s.unique()))) if ts.t_s.nunique() > 1 else 0.1
-    duration = float(ts.t_s.max()) if len(ts) else 1.0
+    duration = float(max(ts.t_s.max() if len(ts) else 0.0, queue.t_s.max() if len(queue) else 0.0)) or 1.0
     smooth_s = 1.0 if duration >= 30 else interval
-    lw = 0.9 if len(flows) <= 4 else 0.7
-    for i, (fid, f) in enumerate(flows.iterrows()):
+    lw = 0.9 if len(studied) <= 4 else 0.7
+    for k, fid in enumerate(background.index):
+        s = ts[ts.flow == fid]
+        tt, thr = _smooth(s.t_s.to_numpy(), s.throughput_mbps.to_numpy(dtype=float), interval, smooth_s)
+        axs[0].plot(tt, thr, lw=0.5, color=_BACKGROUND_GREY, alpha=0.7, zorder=1,
+                    label=f"background ({len(background)} flow{'s' if len(background) > 1 else ''}, throughput only)" if k == 0 else None)
+    for i, (fid, f) in enumerate(studied.iterrows()):
         s = ts[ts.flow == fid]
         t = s.t_s.to_numpy()
         tt, thr = _smooth(t, s.throughput_mbps.to_numpy(dtype=float), interval, smooth_s)
-        axs[0].plot(tt, thr, lw=lw, color=colors[i], label=names[i])
+        axs[0].plot(tt, thr, lw=lw, color=colors[i], label=names[i], zorder=3)
         axs[1].plot(t, s.cwnd.to_numpy(), lw=lw, color=colors[i])
         srtt = s.srtt_ms.to_numpy(dtype=float)
         axs[2].plot(t[srtt > 0], srtt[srtt > 0], lw=lw, color=colors[i])
-    axs[3].plot(queue.t_s, queue.backlog_packets, lw=0.8, color="0.25")
-    if buffer_packets:
-        axs[3].axhline(buffer_packets, color="0.5", lw=0.8, ls="--")
-        axs[3].annotate("buffer", (duration, buffer_packets), xytext=(-2, 2), textcoords="offset points", ha="right", va="bottom", fontsize=7, color="0.4")
+    if udp_ts is not None and len(udp_ts):
+        sources = sorted(udp_ts.source.unique())
+        labels = {int(i): str(r["label"]) for i, r in udp.iterrows()} if udp is not None and len(udp) else {}
+        if len(sources) > 2:
+            tot = udp_ts.groupby("t_s").throughput_mbps.sum()
+            groups = [(f"UDP ({len(sources)} sources, sum)", tot.index.to_numpy(dtype=float), tot.to_numpy(dtype=float))]
+        else:
+            groups = []
+            for src in sources:
+                u = udp_ts[udp_ts.source == src]
+                groups.append((f"UDP {src}: {labels.get(int(src), 'udp')}", u.t_s.to_numpy(dtype=float), u.throughput_mbps.to_numpy(dtype=float)))
+        for k, (label, t, y) in enumerate(groups):
+            tt, yy = _smooth(t, y, interval, smooth_s)
+            axs[0].plot(tt, yy, lw=1.0, color="0.15", ls=_UDP_STYLES[k % len(_UDP_STYLES)], label=label, zorder=2)
+    reverse = reverse_queue is not None and len(reverse_queue) > 0
+    if buffer_bytes:
+        scale, unit = (1e6, "MB") if buffer_bytes >= 1e6 else (1e3, "KB")
+        column, limit, qlabel = "backlog_bytes", buffer_bytes / scale, f"Queue ({unit})"
+    else:
+        scale, column, limit, qlabel = 1.0, "backlog_packets", buffer_packets, "Queue (packets)"
+    axs[3].plot(queue.t_s, queue[column] / scale, lw=0.8, color="0.25", label="forward" if reverse else None)
+    if reverse:
+        axs[3].plot(reverse_queue.t_s, reverse_queue[column].to_numpy(dtype=float) / scale, lw=0.8, color="#c0504d", alpha=0.9, label="reverse")
+    if limit:
+        axs[3].axhline(limit, color="0.5", lw=0.8, ls="--")
+        axs[3].annotate("buffer", (duration, limit), xytext=(-2, 2), textcoords="offset points", ha="right", va="bottom", fontsize=7, color="0.4")
     axs[0].set_ylabel("Throughput (Mbps)" + (f"\n{smooth_s:g} s mean" if smooth_s > interval else ""))
     axs[1].set_ylabel("cwnd (packets)")
     axs[2].set_ylabel("sRTT (ms)")
-    axs[3].set_ylabel("Queue (packets)")
+    axs[3].set_ylabel(qlabel)
     axs[3].set_xlabel("Time (s)")
     for ax in axs:
         if ax is not axs[2]:  # sRTT: its range, not from 0, so the queueing delay shows
             ax.set_ylim(bottom=0)
         if warmup_s > 0:
             ax.axvspan(0, warmup_s, color="0.9", lw=0, zorder=0)
+    if limit:
+        axs[3].set_ylim(top=max(axs[3].get_ylim()[1], limit * 1.12))  # room for the label above the line
+    if reverse:
+        # Headroom for the legend (top left: the buffer label is at the right).
+        axs[3].set_ylim(top=axs[3].get_ylim()[1] * 1.25)
+        axs[3].legend(frameon=False, fontsize=7, loc="upper left", ncol=2, borderaxespad=0.2)
     axs[3].set_xlim(0, duration)
-    ncol = min(len(flows), 4)
-    axs[0].legend(frameon=False, ncol=ncol, loc="lower left", bbox_to_anchor=(0, 1.0), fontsize=7, borderaxespad=0.2)
+    handles, labels = axs[0].get_legend_handles_labels()
+    # The flows under study first, then the background and UDP lines.
+    order = [k for k, lab in enumerate(labels) if not lab.startswith(("background", "UDP"))] + \
+            [k for k, lab in enumerate(labels) if lab.startswith(("background", "UDP"))]
+    ncol = (min(len(labels), 4) if max(map(len, labels), default=0) <= 24 else min(len(labels), 3)) or 1
+    if handles:
+        axs[0].legend([handles[k] for k in order], [labels[k] for k in order], frameon=False, ncol=ncol, loc="lower left",
+                      bbox_to_anchor=(0, 1.0), fontsize=7, borderaxespad=0.2)
     if title:
         fig.suptitle(title + ("  (grey: warm-up, excluded from metrics)" if warmup_s > 0 else ""), fontsize=9)
     fig.tight_layout()
@@ -498,4 +601,115 @@ def run_distribution_figure(ts: pd.DataFrame, flows: pd.DataFrame, base: Path, t
         rows = -(-len(labels) // 5)
         fig.subplots_adjust(bottom=0.17 + 0.06 * rows)
         fig.legend(handles, labels, loc="lower center", ncol=min(len(labels), 5), frameon=False, fontsize=7)
+    return _save(fig, base, "svg", tight=False)
+
+
+_DIRECTION_COLORS = {"forward": "#1f77b4", "reverse": "#d62728"}
+
+
+def _size_label(v: float, _pos=None) -> str:
+    for unit, scale in (("MB", 1e6), ("KB", 1e3)):
+        if v >= scale:
+            return f"{v / scale:g} {unit}"
+    return f"{v:g} B"
+
+
+def _binned_median(x: np.ndarray, y: np.ndarray, per_decade: int = 4, min_count: int = 8) -> tuple[np.ndarray, np.ndarray]:
+    """Median of y in logarithmic bins of x (bins with fewer than `min_count` points left out),
+    at each bin's geometric centre."""
+    if not len(x):
+        return np.array([]), np.array([])
+    lx = np.log10(x)
+    edges = np.arange(np.floor(lx.min() * per_decade) / per_decade, lx.max() + 1.0 / per_decade, 1.0 / per_decade)
+    idx = np.digitize(lx, edges)
+    xs, ys = [], []
+    for k in np.unique(idx):
+        m = idx == k
+        if m.sum() >= min_count:
+            xs.append(10 ** float(np.median(lx[m])))
+            ys.append(float(np.median(y[m])))
+    return np.asarray(xs), np.asarray(ys)
+
+
+def run_fct_figure(short_flows: pd.DataFrame, base: Path, rates_mbps: dict[str, float], title: str = "",
+                   start_s: float = 0.0, end_s: float = float("inf")) -> list[Path]:
+    """Web flows' completion times: FCT against transfer size (log-log, a dot per
+    completed flow, the median per size bin and the ideal 1.5 x mean RTT +
+    size / goodput capacity) and the eCDF of FCT, one colour per direction.
+
+    Only flows that started in [start_s, end_s) (the measurement window) are
+    drawn, as in the web metrics; the legend counts the flows that did not
+    complete before the run ended. `rates_mbps` maps a direction to its
+    bottleneck's mean rate (``metrics.link_rates_bps`` / 1e6).
+    """
+    from matplotlib.lines import Line2D
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    from .metrics import goodput_capacity_bps
+
+    plt = _plt()
+    sf = short_flows[(short_flows.start_s >= start_s) & (short_flows.start_s < end_s)]
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(9.0, 3.6), gridspec_kw={"width_ratios": [1.35, 1.0]})
+    directions = [d for d in ("forward", "reverse") if (sf.direction == d).any()]
+    directions += sorted(set(sf.direction) - set(directions))
+    handles: list = []
+    labels: list[str] = []
+    for k, d in enumerate(directions):
+        g = sf[sf.direction == d]
+        done = g[g.fct_s.notna() & (g.fct_s > 0)]
+        color = _DIRECTION_COLORS.get(d, _colors(k + 3)[k + 2])
+        x, y = done.size_bytes.to_numpy(dtype=float), done.fct_s.to_numpy(dtype=float)
+        ax.scatter(x, y, s=3, alpha=0.18 if len(done) > 2000 else 0.35, lw=0, color=color, rasterized=True, zorder=2)
+        bx, by = _binned_median(x, y)
+        ax.plot(bx, by, color=color, lw=1.8, marker="o", ms=3.2, mec="white", mew=0.5, zorder=4)
+        _ecdf(ax2, y, color)
+        if len(y):
+            ax2.plot([np.median(y)], [0.5], marker="o", ms=4, color=color, mec="white", mew=0.5, zorder=4)
+        unfinished = len(g) - int(g.fct_s.notna().sum())
+        handles.append(Line2D([], [], color=color, lw=1.8, marker="o", ms=4, mec="white", mew=0.5))
+        labels.append(f"{d}: {len(g):,} flows" + (f", {unfinished:,} unfinished" if unfinished else "") + f"; median {np.median(y) * 1e3:.0f} ms"
+                      if len(y) else f"{d}: {len(g):,} flows, none completed")
+    if len(sf):
+        sizes = sf.size_bytes.to_numpy(dtype=float)
+        xs = np.logspace(np.log10(max(sizes.min(), 1.0)), np.log10(sizes.max()), 200)
+        per_dir = {d: rates_mbps.get(d, rates_mbps.get("forward", 0.0)) for d in directions}
+        distinct = len({round(r, 3) for r in per_dir.values()}) > 1
+        curves = [(d, sf[sf.direction == d]) for d in directions] if distinct else [(None, sf)]
+        for d, g in curves:
+            rate = per_dir.get(d, rates_mbps.get("forward", 0.0)) if d else next(iter(per_dir.values()))
+            if rate <= 0:
+                continue
+            rtt = float(g.rtt_ms.mean()) / 1e3
+            ideal = 1.5 * rtt + xs * 8 / goodput_capacity_bps(rate * 1e6)
+            ax.plot(xs, ideal, color="black" if d is None else _DIRECTION_COLORS.get(d, "black"), lw=1.1, ls="--", zorder=5)
+            what = f" ({d})" if d else ""
+            handles.append(Line2D([], [], color="0.1", lw=1.1, ls="--"))
+            labels.append(f"ideal{what}: 1.5 x mean RTT ({rtt * 1e3:.0f} ms) + size / {rate:g} Mbps")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.xaxis.set_major_locator(LogLocator(base=10))
+    ax.xaxis.set_major_formatter(FuncFormatter(_size_label))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.yaxis.set_minor_formatter(NullFormatter())
+    ax.set_xlabel("Transfer size")
+    ax.set_ylabel("Flow completion time (s)")
+    ax.set_title("FCT per flow; line: median per size bin", fontsize=8.5)
+    ax2.set_xscale("log")
+    ax2.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax2.xaxis.set_minor_formatter(NullFormatter())
+    ax2.set_xlabel("Flow completion time (s)")
+    ax2.set_ylabel("eCDF (completed flows)")
+    ax2.set_ylim(0, 1.02)
+    ax2.set_title("Distribution of FCT; dot: median", fontsize=8.5)
+    if not sf.fct_s.notna().any():
+        for a in (ax, ax2):
+            a.text(0.5, 0.5, "no web flow completed", transform=a.transAxes, ha="center", va="center", color="0.4")
+    if title:
+        fig.suptitle(title, fontsize=9.5)
+    fig.tight_layout()
+    if handles:
+        rows = -(-len(labels) // 2)
+        fig.subplots_adjust(bottom=0.13 + 0.055 * rows)
+        fig.legend(handles, labels, loc="lower center", ncol=2, frameon=False, fontsize=7.5)
     return _save(fig, base, "svg", tight=False)

@@ -9,6 +9,14 @@ Three layers:
   metric can be recomputed later from stored records without rerunning;
 * ``mean_ci``: mean and 95 % confidence interval across repetitions.
 
+Fairness-type run metrics (group ratio, RTT ratio, the time-averaged indices,
+sums and means over flows) count the flows under study only: background
+flows (``background = true`` or a ``background`` set-up) are the environment,
+not the subject, so they get flow metrics but are left out of the run's.
+Runs with web traffic or UDP sources get metrics of those too (short-flow
+completion times, UDP delivery); they exist only in such runs
+(``CONDITIONAL_METRICS``).
+
 Names follow ccperf's ``<stat>_<metric>_<layer>`` scheme: ``l4`` is the TCP
 sender (cwnd, in-flight, sRTT, delivery rate, retransmissions), ``l7`` the
 receiving application (bytes delivered in order).
@@ -41,12 +49,18 @@ __all__ = [
     "utilization_bdp",
     "group_throughput_ratio",
     "rtt_ratio",
+    "ideal_fct_s",
+    "fct_slowdown",
+    "link_rates_bps",
+    "web_metrics",
+    "udp_metrics",
     "t_quantile_975",
     "mean_ci",
     "flow_metrics",
     "run_metrics",
     "COV_TIMESCALES_S",
     "METRIC_INFO",
+    "CONDITIONAL_METRICS",
 ]
 
 # Time scales (seconds) at which the stability metric cov_throughput_<T>s_l7 is computed.
@@ -172,24 +186,91 @@ def utilization_bdp(in_flight: Sequence[float], rate_bps: float, rtt_ns: float) 
 
 
 def group_throughput_ratio(throughputs: Sequence[float], groups: Sequence[int]) -> float:
-    """Mean throughput of the flows of [[flows]] table 0 over that of table 1.
+    """Mean throughput of the flows of the first [[flows]] table over that of the second.
 
-    The CUBIC paper's inter-RTT ratio (table 0 holds the fixed long-RTT flow)
-    and the TCP-friendliness ratio (table 0 the protocol, table 1 Reno).
+    The CUBIC paper's inter-RTT ratio (the first table holds the fixed
+    long-RTT flow) and the TCP-friendliness ratio (the first the protocol,
+    the second Reno). Tables are taken in order among those present, so
+    that a background table left out before the call does not shift them.
     nan with fewer than two tables.
     """
     x = np.asarray(throughputs, dtype=float)
     g = np.asarray(groups)
-    if not ((g == 0).any() and (g == 1).any()):
+    present = np.unique(g)
+    if present.size < 2:
         return float("nan")
-    den = float(x[g == 1].mean())
-    return float(x[g == 0].mean() / den) if den > 0 else float("nan")
+    den = float(x[g == present[1]].mean())
+    return float(x[g == present[0]].mean() / den) if den > 0 else float("nan")
 
 
 def rtt_ratio(rtts: Sequence[float]) -> float:
     """Largest over smallest propagation RTT of the flows (1 when all are equal)."""
     a = np.asarray(rtts, dtype=float)
     return float(a.max() / a.min()) if a.size and a.min() > 0 else float("nan")
+
+
+def ideal_fct_s(size_bytes: Any, rtt_ms: Any, rate_bps: Any) -> np.ndarray:
+    """The shortest possible completion time of a short flow: 1.5 RTT (handshake,
+    then the data's one-way trip) plus its bytes at the link's goodput capacity."""
+    size = np.asarray(size_bytes, dtype=float)
+    cap = goodput_capacity_bps(np.asarray(rate_bps, dtype=float))
+    return 1.5 * np.asarray(rtt_ms, dtype=float) / 1e3 + size * 8 / cap
+
+
+def fct_slowdown(fct_s: Any, size_bytes: Any, rtt_ms: Any, rate_bps: Any) -> np.ndarray:
+    """FCT over the ideal FCT (1 = as fast as the path allows; nan for unfinished flows)."""
+    return np.asarray(fct_s, dtype=float) / ideal_fct_s(size_bytes, rtt_ms, rate_bps)
+
+
+def link_rates_bps(record: dict) -> dict[str, float]:
+    """Mean rate of each direction's bottleneck over the measurement window
+    (rate changes and traces included); the reverse direction falls back
+    to the forward rate when it has no bottleneck of its own."""
+    window_s = (record["duration_ns"] - record["warmup_ns"]) / 1e9
+
+    def mean_rate(link: dict) -> float:
+        cap = link.get("window_capacity_bytes")
+        return float(cap * 8 / window_s) if cap and window_s > 0 else float(link["rate_bps"])
+
+    fwd = mean_rate(record["link"])
+    rev = record.get("reverse_link")
+    return {"forward": fwd, "reverse": mean_rate(rev) if rev else fwd}
+
+
+def web_metrics(short_flows: Any, rates_bps: dict[str, float], start_s: float, end_s: float) -> dict[str, float]:
+    """Completion-time metrics of the web flows that started in [start_s, end_s).
+
+    `short_flows` has the columns of ``RunResult.short_flows`` (direction,
+    size_bytes, rtt_ms, start_s, fct_s). Flows the run ended before count as
+    not completed and are left out of the FCT statistics (so those are
+    optimistic when many flows are unfinished: look at ``web_completed``).
+    """
+    sf = short_flows[(short_flows.start_s >= start_s) & (short_flows.start_s < end_s)]
+    fct = sf.fct_s.to_numpy(dtype=float)
+    done = ~np.isnan(fct)
+    rate = sf.direction.map(lambda d: rates_bps.get(d, rates_bps["forward"])).to_numpy(dtype=float) if len(sf) else np.array([])
+    slow = fct_slowdown(fct, sf.size_bytes.to_numpy(dtype=float), sf.rtt_ms.to_numpy(dtype=float), rate)[done]
+    f = fct[done]
+    nan = float("nan")
+    return {
+        "web_flows": float(len(sf)),
+        "web_completed": float(done.mean()) if len(sf) else nan,
+        "mean_fct_s": float(f.mean()) if f.size else nan,
+        "median_fct_s": float(np.median(f)) if f.size else nan,
+        "p95_fct_s": float(np.percentile(f, 95)) if f.size else nan,
+        "median_fct_slowdown": float(np.median(slow)) if slow.size else nan,
+        "p95_fct_slowdown": float(np.percentile(slow, 95)) if slow.size else nan,
+    }
+
+
+def udp_metrics(udp: Any) -> dict[str, float]:
+    """Delivered throughput (over the measurement window) and loss of the UDP
+    sources together; `udp` has the columns of ``RunResult.udp``."""
+    sent = float(udp.sent_packets.sum())
+    return {
+        "udp_throughput_mbps": float(udp.throughput_mbps.sum()),
+        "udp_loss_rate": float(1 - udp.received_packets.sum() / sent) if sent > 0 else float("nan"),
+    }
 
 
 # Two-sided 95 % quantiles of Student's t for 1..30 degrees of freedom.
@@ -267,9 +348,29 @@ METRIC_INFO: dict[str, tuple[str, str]] = {
     "mean_jains_fairness_throughput_l7": ("", "mean over samples of Jain's index"),
     "mean_entropy_fairness_throughput_l7": ("", "mean over samples of the normalised entropy of shares"),
     "mean_product_fairness_throughput_l7": ("", "mean over samples of the normalised product of shares"),
+    # Only in runs with background flows, web traffic, UDP sources or a reverse bottleneck (CONDITIONAL_METRICS).
+    "background_throughput_mbps": ("Mbps", "sum of the background flows' throughputs"),
+    "mean_reverse_queue_delay_ms": ("ms", "mean reverse-bottleneck backlog / its rate"),
+    "web_flows": ("", "web flows started in the measurement window"),
+    "web_completed": ("", "share of those that completed before the run ended"),
+    "mean_fct_s": ("s", "mean flow completion time of the completed web flows"),
+    "median_fct_s": ("s", "median flow completion time of the completed web flows"),
+    "p95_fct_s": ("s", "95th percentile of the web flows' completion times"),
+    "median_fct_slowdown": ("", "median of FCT / (1.5 RTT + size / goodput capacity)"),
+    "p95_fct_slowdown": ("", "95th percentile of FCT / ideal FCT"),
+    "udp_throughput_mbps": ("Mbps", "wire bytes the UDP sinks received in the window, summed over sources"),
+    "udp_loss_rate": ("", "UDP datagrams not received / datagrams sent, all sources, whole run"),
 }
 for _t in COV_TIMESCALES_S:
     METRIC_INFO[f"cov_throughput_{_t:g}s_l7"] = ("", f"CoV of throughput averaged over {_t:g} s")
+
+#: Run metrics that only runs with that kind of traffic have.
+CONDITIONAL_METRICS: dict[str, tuple[str, ...]] = {
+    "background": ("background_throughput_mbps",),
+    "reverse": ("mean_reverse_queue_delay_ms",),
+    "web": ("web_flows", "web_completed", "mean_fct_s", "median_fct_s", "p95_fct_s", "median_fct_slowdown", "p95_fct_slowdown"),
+    "udp": ("udp_throughput_mbps", "udp_loss_rate"),
+}
 
 
 def _window(ts, f) -> Any:
@@ -322,11 +423,16 @@ def run_metrics(result: "RunResult", flows: list[dict[str, float]] | None = None
     Includes the summary (utilisation, Jain's index, throughput ratio ...),
     the inter-group ratio, the time-averaged fairness family over the samples
     after warm-up (counting at each sample the flows whose window covers it),
-    flow metrics summed or averaged over flows, and the queue's delay and drop rate.
+    flow metrics summed or averaged over flows, and the queue's delay and
+    drop rate. Flow-level aggregates count the flows under study only
+    (background flows excluded); web and UDP metrics are added when the run
+    has such traffic.
     """
     if flows is None:
         flows = flow_metrics(result)
-    fl = result.flows
+    fl_all = result.flows
+    studied = ~fl_all.background.to_numpy(dtype=bool) if len(fl_all) else np.zeros(0, bool)
+    fl = fl_all[studied]
     s = dict(result.summary)
     out: dict[str, float] = {k: float(v) for k, v in s.items()}
     out["group_throughput_ratio"] = group_throughput_ratio(fl.throughput_mbps.to_numpy(), fl.group.to_numpy())
@@ -336,6 +442,7 @@ def run_metrics(result: "RunResult", flows: list[dict[str, float]] | None = None
     warm = result.record["warmup_ns"] / 1e9
     if len(ts):
         wide = ts[ts.t_s > warm].pivot(index="t_s", columns="flow", values="throughput_mbps")
+        wide = wide[[c for c in wide.columns if c in fl.index]]
         starts = fl.window_start_s.reindex(wide.columns).to_numpy()
         ends = fl.window_end_s.reindex(wide.columns).to_numpy()
         t = wide.index.to_numpy()[:, None]
@@ -354,18 +461,37 @@ def run_metrics(result: "RunResult", flows: list[dict[str, float]] | None = None
         out["mean_jains_fairness_throughput_l7"] = mean(jain)
         out["mean_entropy_fairness_throughput_l7"] = mean(ent)
         out["mean_product_fairness_throughput_l7"] = mean(prod)
+    chosen = [f for f, keep in zip(flows, studied) if keep]
     for name in ("total_retransmissions_l4", "total_rtos_l4", "mean_utility_pf_l7", "mean_utility_mpdf_l7", "mean_network_power_l7", "mean_utilization_bw_l7"):
-        vals = [f[name] for f in flows if not math.isnan(f[name])]
+        vals = [f[name] for f in chosen if not math.isnan(f[name])]
         out[name] = float(sum(vals)) if vals else float("nan")
     for name in ("mean_srtt_l4", "mean_est_qdelay_l4", "mean_cwnd_l4", "cov_throughput_l7", *[f"cov_throughput_{t:g}s_l7" for t in COV_TIMESCALES_S]):
-        out[name] = mean([f[name] for f in flows if not math.isnan(f[name])])
+        out[name] = mean([f[name] for f in chosen if not math.isnan(f[name])])
+    if not studied.all():
+        out["background_throughput_mbps"] = float(fl_all.throughput_mbps[~studied].sum())
 
-    q = result.queue
-    rate = result.record["link"]["rate_bps"]
-    after = q[q.t_s > warm]
-    out["mean_queue_delay_ms"] = float(after.backlog_bytes.mean() * 8 / rate * 1e3) if len(after) else float("nan")
+    rates = link_rates_bps(result.record)
+    out["mean_queue_delay_ms"] = _queue_delay_ms(result.queue, warm, rates["forward"])
+    if len(result.reverse_queue):
+        out["mean_reverse_queue_delay_ms"] = _queue_delay_ms(result.reverse_queue, warm, rates["reverse"])
     link = result.record["link"]
     drops = link["drops_queue"] + link["drops_random"] + link["drops_aqm"]
     arrived = link.get("arrivals") or sum(int(c["counters"]["segments_sent"]) for c in result.record["flows"])
     out["drop_rate"] = float(drops / arrived) if arrived else float("nan")
+
+    if result.record.get("web"):
+        out.update(web_metrics(result.short_flows, rates, warm, result.record["duration_ns"] / 1e9))
+    if len(result.udp):
+        out.update(udp_metrics(result.udp))
     return out
+
+
+def _queue_delay_ms(q: Any, warm_s: float, rate_bps: float) -> float:
+    """Mean backlog after warm-up in bytes x 8 / the link's rate at each sample
+    (the mean rate where the samples carry none)."""
+    after = q[q.t_s > warm_s]
+    if not len(after):
+        return float("nan")
+    rate = after.rate_mbps.to_numpy(dtype=float) * 1e6 if "rate_mbps" in after else np.full(len(after), rate_bps)
+    rate = np.where(rate > 0, rate, rate_bps)
+    return float(np.mean(after.backlog_bytes.to_numpy(dtype=float) * 8 / rate) * 1e3)

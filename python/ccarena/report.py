@@ -2,6 +2,7 @@
 
     REPORT/index.html                 index of experiments
     REPORT/<experiment>/index.html    scenario, notes, metrics table, figures, per-run figures
+                                      (and, for runs with web traffic, FCT figures and tables)
     REPORT/<experiment>/*.png|pdf     figures (PNG shown, PDF linked for papers)
     REPORT/<experiment>/points.csv    every metric per grid point: mean, 95 % CI, n
 
@@ -28,16 +29,19 @@ import pandas as pd
 from . import __version__
 from .figures import (
     default_figure_specs,
+    fct_figure_spec,
     metric_label,
     run_distribution_figure,
+    run_fct_figure,
     short_label,
     run_timeseries_figure,
     stability_figure,
     sweep_figure,
 )
+from .metrics import web_metrics
 from .store import Results, load
 
-__all__ = ["write_report", "key_metrics"]
+__all__ = ["write_report", "key_metrics", "experiment_shape"]
 
 _CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222;line-height:1.45}
@@ -118,14 +122,35 @@ def _pm(mu: Any, ci: Any) -> str:
     return f"{mu:,.{d}f}" + (f" &plusmn; {ci:,.{d}f}" if not math.isnan(ci) else "")
 
 
-def key_metrics(n_flows: int, n_groups: int) -> list[str]:
-    """The run metrics shown in tables, by the shape of the scenario."""
+def key_metrics(n_flows: int, n_groups: int, web: bool = False, udp: bool = False) -> list[str]:
+    """The run metrics shown in tables, by the shape of the scenario (flows
+    and [[flows]] tables under study; whether it has web traffic, UDP sources)."""
     if n_flows <= 1:
-        return ["utilization", "mean_srtt_l4", "mean_est_qdelay_l4", "total_retransmissions_l4", "total_rtos_l4", "mean_queue_delay_ms"]
-    out = ["throughput_ratio", "jain_index"]
-    if n_groups > 1:
-        out.append("group_throughput_ratio")
-    return out + ["utilization", "mean_queue_delay_ms", "total_retransmissions_l4", "total_rtos_l4"]
+        out = ["utilization", "mean_srtt_l4", "mean_est_qdelay_l4", "total_retransmissions_l4", "total_rtos_l4", "mean_queue_delay_ms"]
+    else:
+        out = ["throughput_ratio", "jain_index"]
+        if n_groups > 1:
+            out.append("group_throughput_ratio")
+        out += ["utilization", "mean_queue_delay_ms", "total_retransmissions_l4", "total_rtos_l4"]
+    if web:
+        out += ["median_fct_s", "p95_fct_s"]
+    if udp:
+        out.append("udp_throughput_mbps")
+    return out
+
+
+def experiment_shape(res: Results, run_ids) -> dict[str, Any]:
+    """n_flows and n_groups of the flows under study (background flows are not
+    what a sweep compares), and whether the runs have web traffic or UDP sources."""
+    flows = res.flows[res.flows.run_id.isin(run_ids)]
+    studied = flows[~flows.background.fillna(False).astype(bool)] if "background" in flows else flows
+    runs = res.runs[res.runs.run_id.isin(run_ids)]
+    return {
+        "n_flows": int(studied.groupby("run_id").size().max()) if len(studied) else 0,
+        "n_groups": int(studied.groupby("run_id")["group"].nunique().max()) if len(studied) else 0,
+        "web": bool("web_flows" in runs and runs.web_flows.notna().any()),
+        "udp": bool("udp_throughput_mbps" in runs and runs.udp_throughput_mbps.notna().any()),
+    }
 
 
 def _figure_html(files: list[Path], rel_to: Path, caption: str, cls: str = "") -> str:
@@ -199,11 +224,14 @@ def _experiment_page(res: Results, exp, out_dir: Path, per_run: str, say) -> Pat
     ok = runs[runs.status == "ok"]
     axes = json.loads(exp["axes"] or "[]")
     specs = json.loads(exp.figures or "[]")
-    flows = res.flows[res.flows.run_id.isin(ok.run_id)]
-    n_flows = int(flows.groupby("run_id").size().max()) if len(flows) else 0
-    n_groups = int(flows.groupby("run_id")["group"].nunique().max()) if len(flows) else 0
+    shape = experiment_shape(res, ok.run_id)
+    n_flows, n_groups = shape["n_flows"], shape["n_groups"]
     if not specs:
         specs = default_figure_specs(axes, n_flows)
+    if shape["web"] and not any(sp.get("y") == "median_fct_s" for sp in specs):
+        fct_spec = fct_figure_spec(axes, specs)
+        if fct_spec is not None:
+            specs = [*specs, fct_spec]
     points = res.points(eid) if len(ok) else pd.DataFrame()
     body = [f"<p><a href=\"../index.html\">&larr; all experiments</a></p><h1>{html.escape(exp['name'])}"
             f"{' <span class=muted>(' + html.escape(exp.variant) + ')</span>' if exp.variant else ''}</h1>",
@@ -252,7 +280,7 @@ def _experiment_page(res: Results, exp, out_dir: Path, per_run: str, say) -> Pat
     # ---- metrics table
     if len(points):
         names = [a["name"] for a in axes]
-        km = key_metrics(n_flows, n_groups)
+        km = key_metrics(n_flows, n_groups, shape["web"], shape["udp"])
         for spec in specs:
             y = spec.get("y")
             if isinstance(y, str) and y not in km and y in points:
@@ -275,7 +303,10 @@ def _experiment_page(res: Results, exp, out_dir: Path, per_run: str, say) -> Pat
     if per_run != "none" and len(ok):
         chosen = ok if per_run == "all" else ok[ok.repetition == ok.groupby("point").repetition.transform("min")]
         body.append(f"<h2>Runs</h2><p class=muted>Time series and distributions of {'every run' if per_run == 'all' else 'the first repetition of each grid point'}. "
-                    "Per-flow tables of all runs are in the database (<code>ccarena.load(DIR).flows</code>).</p>")
+                    "Per-flow tables of all runs are in the database (<code>ccarena.load(DIR).flows</code>"
+                    + (", web flows in <code>.short_flows(experiment=...)</code>" if shape["web"] else "") + ").</p>")
+        short = res.short_flows(run_id=list(chosen.run_id)) if shape["web"] else pd.DataFrame()
+        udp_all = res.udp(run_id=list(chosen.run_id)) if shape["udp"] else pd.DataFrame()
         for _, r in chosen.iterrows():
             values = json.loads(r.params)
             params = ", ".join(f"{a['name']} = {values.get(a['name'])}" for a in axes) or "single run"
@@ -285,37 +316,104 @@ def _experiment_page(res: Results, exp, out_dir: Path, per_run: str, say) -> Pat
                 ts, q = res.timeseries(r.run_id), res.queue(r.run_id)
             except FileNotFoundError:
                 continue
+            rq = res.reverse_queue(r.run_id)
+            udp = udp_all[udp_all.run_id == r.run_id].set_index("source") if len(udp_all) else pd.DataFrame()
             fl = res.flows[res.flows.run_id == r.run_id].set_index("flow")
             engine = json.loads(r.engine_config) if isinstance(r.engine_config, str) else {}
             warm = engine.get("run", {}).get("warmup", 0) / 1e9
+            end_s = float(r.simulated_s) if r.simulated_s == r.simulated_s else float("inf")
             rd = d / "runs"
             # A run never changes (its id is its content), so its figures are drawn once
             # (per title: the same run may be labelled differently by another sweep).
             tag = f"{r.run_id}-{hashlib.sha256(label.encode()).hexdigest()[:6]}"
             f1 = [rd / f"{tag}-timeseries.{e}" for e in ("png", "svg")]
             if not all(p.exists() for p in f1):
-                f1 = run_timeseries_figure(ts, q, fl, rd / f"{tag}-timeseries", title=label, warmup_s=warm, buffer_packets=_buffer_packets(engine))
+                f1 = run_timeseries_figure(ts, q, fl, rd / f"{tag}-timeseries", title=label, warmup_s=warm, buffer_packets=_buffer_packets(engine),
+                                           udp_ts=res.udp_timeseries(r.run_id) if len(udp) else None, udp=udp, reverse_queue=rq,
+                                           buffer_bytes=engine.get("network", {}).get("buffer", {}).get("bytes"))
             f2 = [rd / f"{tag}-distributions.{e}" for e in ("png", "svg")]
+            studied = fl[~fl.background.fillna(False).astype(bool)] if "background" in fl else fl
             if not all(p.exists() for p in f2):
                 rate = engine.get("network", {}).get("bottleneck_rate")
-                f2 = run_distribution_figure(ts, fl, rd / f"{tag}-distributions", title=label,
-                                             capacity_mbps=rate * 1448 / 1500 / 1e6 if rate else None)
+                # With other traffic on the link, capacity / flows is no one's fair share.
+                alone = len(studied) == len(fl) and not len(udp) and not len(short[short.run_id == r.run_id] if len(short) else short)
+                f2 = run_distribution_figure(ts, studied, rd / f"{tag}-distributions", title=label,
+                                             capacity_mbps=rate * 1448 / 1500 / 1e6 if rate and alone else None)
             ftab = "".join(
-                f"<tr><td>{i}</td><td class=l>{html.escape(str(f.label))}</td><td>{f.rtt_ms:g}</td><td>{f.start_s:.3g}</td><td>{f.throughput_mbps:.2f}</td>"
+                f"<tr{' class=muted' if f.get('background', False) else ''}><td>{i}</td><td class=l>{html.escape(str(f.label))}"
+                f"{' (reverse)' if f.get('direction', 'forward') == 'reverse' else ''}</td><td>{f.rtt_ms:.4g}</td><td>{f.start_s:.3g}</td><td>{f.throughput_mbps:.2f}</td>"
                 f"<td>{_fmt(f.mean_cwnd)}</td><td>{_fmt(f.mean_srtt_ms)}</td><td>{int(f.retransmissions)}</td><td>{int(f.rtos)}</td></tr>"
                 for i, f in fl.iterrows()
             )
+            bg_note = "" if len(studied) == len(fl) else (
+                f"<p class=muted>Grey rows: background flows ({len(fl) - len(studied)}), left out of the fairness metrics; "
+                "the time-series figure shows their throughput in grey, the distributions only the flows under study.</p>")
+            ts_caption = "Throughput, cwnd, sRTT per flow and the bottleneck queue over time" + (
+                " (background flows: thin grey, throughput only)" if len(studied) < len(fl) else "") + (
+                "; dashed: UDP sources" if len(udp) else "") + ("; queue panel: both bottlenecks" if len(rq) else "") + "."
+            extra = ""
+            if len(udp):
+                extra += _udp_table(udp)
+            sf = short[short.run_id == r.run_id] if len(short) else short
+            if len(sf):
+                rates = {"forward": _mean_rate_mbps(q, warm, engine)}
+                rates["reverse"] = _mean_rate_mbps(rq, warm, engine) if len(rq) else rates["forward"]
+                f3 = [rd / f"{tag}-fct.{e}" for e in ("png", "svg")]
+                if not all(p.exists() for p in f3):
+                    f3 = run_fct_figure(sf, rd / f"{tag}-fct", rates, title=label, start_s=warm, end_s=end_s)
+                extra += _short_flow_table(sf, rates, warm, end_s)
+                extra += _figure_html(f3, d, "Web flows started after warm-up: completion time against size (a dot per flow, "
+                                      "median per size bin, the ideal 1.5 x mean RTT + size / capacity) and the eCDF of completion times.")
             body.append(
                 f"<details open><summary><b>{html.escape(label)}</b> <span class=muted>run {html.escape(r.run_id)}</span></summary>"
                 "<div class=tw><table><tr><th>flow</th><th class=l>label</th><th>RTT ms</th><th>start s</th><th>Mbps</th><th>cwnd</th><th>sRTT ms</th><th>retrans</th><th>RTOs</th></tr>"
-                f"{ftab}</table></div>{_figure_html(f1, d, 'Throughput, cwnd, sRTT per flow and the bottleneck queue over time.')}"
-                f"{_figure_html(f2, d, 'eCDFs of throughput and sRTT samples, and each flow’s mean operating point.')}</details>"
+                f"{ftab}</table></div>{bg_note}{_figure_html(f1, d, ts_caption)}"
+                f"{_figure_html(f2, d, 'eCDFs of throughput and sRTT samples, and each flow’s mean operating point' + (' (flows under study)' if len(studied) < len(fl) else '') + '.')}"
+                f"{extra}</details>"
             )
 
     body.append(f"<h2>Scenario</h2><pre>{html.escape(exp.scenario_toml)}</pre>")
     page = d / "index.html"
     page.write_text(_page(f"{eid} - ccarena", "\n".join(body)))
     return page
+
+
+def _mean_rate_mbps(q: pd.DataFrame, warm_s: float, engine: dict) -> float:
+    """A bottleneck's mean rate after warm-up, from its samples (rate changes and traces included)."""
+    after = q[q.t_s > warm_s] if len(q) and "rate_mbps" in q else q.iloc[0:0]
+    if len(after):
+        return float(after.rate_mbps.mean())
+    return float(engine.get("network", {}).get("bottleneck_rate") or 0) / 1e6
+
+
+def _short_flow_table(sf: pd.DataFrame, rates_mbps: dict[str, float], start_s: float, end_s: float) -> str:
+    """Counts and completion times of a run's web flows (started after warm-up), per direction."""
+    rates = {k: v * 1e6 for k, v in rates_mbps.items()}
+    groups = [(d, sf[sf.direction == d]) for d in ("forward", "reverse") if (sf.direction == d).any()]
+    if len(groups) > 1:
+        groups.append(("both", sf))
+    rows = []
+    for name, g in groups:
+        m = web_metrics(g, rates, start_s, end_s)
+        rows.append(
+            f"<tr><td class=l>{name}</td><td>{int(m['web_flows']):,}</td><td>{_fmt(100 * m['web_completed'], 1)}</td>"
+            f"<td>{_fmt(1e3 * m['median_fct_s'], 0)}</td><td>{_fmt(1e3 * m['mean_fct_s'], 0)}</td><td>{_fmt(1e3 * m['p95_fct_s'], 0)}</td>"
+            f"<td>{_fmt(m['median_fct_slowdown'], 2)}</td><td>{_fmt(m['p95_fct_slowdown'], 2)}</td></tr>"
+        )
+    return ("<div class=tw><table><tr><th class=l>web flows</th><th>started</th><th>completed %</th><th>median FCT ms</th><th>mean FCT ms</th>"
+            "<th>p95 FCT ms</th><th>median slowdown</th><th>p95 slowdown</th></tr>" + "".join(rows) + "</table></div>"
+            "<p class=muted>Web flows started after warm-up; FCT statistics over those that completed. Slowdown: FCT / "
+            "(1.5 RTT + size / goodput capacity), each flow with its own RTT (docs/metrics.md).</p>")
+
+
+def _udp_table(udp: pd.DataFrame) -> str:
+    rows = "".join(
+        f"<tr><td>{i}</td><td class=l>{html.escape(str(u.label))}</td><td class=l>{html.escape(str(u.direction))}</td><td>{u.rate_mbps:g}</td>"
+        f"<td>{u.throughput_mbps:.2f}</td><td>{int(u.sent_packets):,}</td><td>{int(u.received_packets):,}</td><td>{_fmt(100 * u.loss_rate, 2)}</td></tr>"
+        for i, u in udp.iterrows()
+    )
+    return ("<div class=tw><table><tr><th>UDP</th><th class=l>label</th><th class=l>direction</th><th>rate Mbps</th><th>received Mbps</th>"
+            f"<th>sent</th><th>received</th><th>loss %</th></tr>{rows}</table></div>")
 
 
 def _stat_note(spec: dict, points: pd.DataFrame) -> str:

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from . import __version__
-from .metrics import goodput_capacity_bps, jain_index, throughput_ratio
+from .metrics import goodput_capacity_bps, jain_index, link_rates_bps, throughput_ratio, web_metrics
 from .scenario import Scenario
 
 __all__ = ["RunResult", "load_result"]
@@ -204,11 +204,12 @@ class RunResult:
         extra: dict[str, Any] = {}
         if len(self.udp):
             extra["udp_throughput_mbps"] = float(self.udp.throughput_mbps.sum())
-        sf = self.short_flows
-        if len(sf):
-            extra["web_flows"] = int(len(sf))
-            extra["web_completed"] = float(sf.completed.mean())
-            extra["median_fct_s"] = float(sf.fct_s.median())
+        if self.record.get("web"):
+            # The web flows that started in the measurement window, like every other summary metric.
+            web = web_metrics(self.short_flows, link_rates_bps(self.record), self.record["warmup_ns"] / 1e9, self.record["duration_ns"] / 1e9)
+            extra["web_flows"] = int(web["web_flows"])
+            extra["web_completed"] = web["web_completed"]
+            extra["median_fct_s"] = web["median_fct_s"]
         return {
             "utilization": float(forward.sum() * 1e6 / goodput_capacity_bps(rate, mss)) if rate > 0 else float("nan"),
             "link_utilization": float(link["window_bytes_out"] / capacity_bytes) if capacity_bytes > 0 else float("nan"),
@@ -254,7 +255,7 @@ class RunResult:
         return json.dumps(self.to_dict(), indent=indent)
 
     def save(self, directory: str | Path) -> Path:
-        """Writes result.json, scenario.toml, record.json and Parquet time series."""
+        """Writes result.json, scenario.toml, record.json and Parquet tables (time series, queues, short flows, UDP)."""
         d = Path(directory)
         d.mkdir(parents=True, exist_ok=True)
         (d / "result.json").write_text(self.to_json(indent=2) + "\n")
@@ -264,8 +265,11 @@ class RunResult:
         self.queue.to_parquet(d / "queue.parquet", index=False)
         if len(self.short_flows):
             self.short_flows.to_parquet(d / "short_flows.parquet", index=False)
+        if len(self.reverse_queue):
+            self.reverse_queue.to_parquet(d / "reverse_queue.parquet", index=False)
         if len(self.udp):
             self.udp.to_parquet(d / "udp.parquet")
+            self.udp_timeseries.to_parquet(d / "udp_timeseries.parquet", index=False)
         return d
 
 

@@ -1,16 +1,20 @@
 """The results store: one embedded DuckDB database per results directory, plus
 Parquet time series and the raw run records beside it.
 
-    DIR/ccarena.duckdb            experiments, experiment_runs, params, runs, flows, metrics
-    DIR/timeseries/<run>.parquet  per-flow samples (RunResult.timeseries)
-    DIR/queue/<run>.parquet       bottleneck samples (RunResult.queue)
-    DIR/records/<run>.json.gz     the engine's raw record (metrics can be recomputed from it)
+    DIR/ccarena.duckdb               experiments, experiment_runs, params, runs, flows, metrics,
+                                     short_flows, udp
+    DIR/timeseries/<run>.parquet     per-flow samples (RunResult.timeseries)
+    DIR/queue/<run>.parquet          bottleneck samples (RunResult.queue)
+    DIR/reverse_queue/<run>.parquet  reverse bottleneck samples, runs that have one
+    DIR/udp_series/<run>.parquet     UDP sinks' samples, runs with UDP sources
+    DIR/records/<run>.json.gz        the engine's raw record (metrics can be recomputed from it)
 
 Only the process that runs a sweep writes (workers return records). Files are
 written under a temporary name and renamed; then the run's rows go into the
 database in one transaction. A sweep killed at any instant therefore leaves a
 valid database in which every run is either complete or absent. The schema is
-documented in docs/results.md.
+documented in docs/results.md; a database written with an older schema is
+upgraded in place the first time it is opened (``_migrate``).
 """
 
 from __future__ import annotations
@@ -36,7 +40,8 @@ from .scenario import Scenario, dump_toml
 __all__ = ["Store", "Results", "load", "StoreError", "analyse", "DB_NAME", "SCHEMA_VERSION"]
 
 DB_NAME = "ccarena.duckdb"
-SCHEMA_VERSION = 1
+# 2: flows.direction and flows.background; the short_flows and udp tables.
+SCHEMA_VERSION = 2
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR);
@@ -66,15 +71,36 @@ CREATE TABLE IF NOT EXISTS flows (
     segments_sent BIGINT, bytes_sent BIGINT, bytes_delivered BIGINT,
     window_retransmissions BIGINT, window_rtos BIGINT, size_bytes BIGINT, fct_s DOUBLE,
     window_start_s DOUBLE, window_end_s DOUBLE,
+    direction VARCHAR DEFAULT 'forward', background BOOLEAN DEFAULT false,
     PRIMARY KEY (run_id, flow)
 );
 CREATE TABLE IF NOT EXISTS metrics (run_id VARCHAR, flow INTEGER, name VARCHAR, value DOUBLE);
+CREATE TABLE IF NOT EXISTS short_flows (
+    run_id VARCHAR, generator INTEGER, label VARCHAR, direction VARCHAR, size_bytes BIGINT, rtt_ms DOUBLE,
+    start_s DOUBLE, fct_s DOUBLE, acked_s DOUBLE, retransmissions BIGINT, rtos BIGINT
+);
+CREATE TABLE IF NOT EXISTS udp (
+    run_id VARCHAR, source INTEGER, label VARCHAR, direction VARCHAR, rate_mbps DOUBLE, throughput_mbps DOUBLE,
+    sent_packets BIGINT, received_packets BIGINT, loss_rate DOUBLE,
+    PRIMARY KEY (run_id, source)
+);
 """
+
+# Columns that schema 1 lacked, with the values its runs had (created with ALTER TABLE).
+_ADDED_COLUMNS = {"flows": [("direction", "VARCHAR DEFAULT 'forward'"), ("background", "BOOLEAN DEFAULT false")]}
+# Tables that hold rows of one run each (deleted and rewritten together).
+_RUN_TABLES = ("runs", "flows", "metrics", "short_flows", "udp")
 
 _FLOW_COLUMNS = [
     "run_id", "flow", "group", "label", "cca", "rtt_ms", "start_s", "throughput_mbps", "mean_cwnd", "mean_srtt_ms",
     "retransmissions", "rtos", "drops", "recoveries", "undos", "tlps", "segments_sent", "bytes_sent", "bytes_delivered",
-    "window_retransmissions", "window_rtos", "size_bytes", "fct_s", "window_start_s", "window_end_s",
+    "window_retransmissions", "window_rtos", "size_bytes", "fct_s", "window_start_s", "window_end_s", "direction", "background",
+]
+_SHORT_FLOW_COLUMNS = [
+    "run_id", "generator", "label", "direction", "size_bytes", "rtt_ms", "start_s", "fct_s", "acked_s", "retransmissions", "rtos",
+]
+_UDP_COLUMNS = [
+    "run_id", "source", "label", "direction", "rate_mbps", "throughput_mbps", "sent_packets", "received_packets", "loss_rate",
 ]
 
 
@@ -138,17 +164,64 @@ class Store:
             raise StoreError(f"{self.dir}: no results database here (expected {DB_NAME}); run `ccarena sweep` first")
         if not read_only:
             self.dir.mkdir(parents=True, exist_ok=True)
-        con = self.con
+        self.schema_version = SCHEMA_VERSION
         if not read_only:
-            con.execute(_SCHEMA)
-            con.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
-        else:
             try:
-                v = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-            except Exception:
-                raise StoreError(f"{self.db}: not a ccarena results database") from None
-            if v is None or int(v[0]) > SCHEMA_VERSION:
-                raise StoreError(f"{self.db}: written by a newer ccarena (schema {v and v[0]}); upgrade to read it")
+                self._migrate()
+            except BaseException:
+                self.release()  # or the failed writer's lock would keep readers out
+                raise
+            return
+        version = self._read_version()
+        if version < SCHEMA_VERSION:
+            # Readers see the current schema: upgrade once, in place, when the
+            # directory is writable and no sweep holds it; else read it as it is.
+            self.release()
+            try:
+                Store(self.dir, lock_wait_s=min(lock_wait_s, 2.0)).close()
+            except Exception:  # noqa: BLE001 - reading must work even where the upgrade cannot
+                pass
+            version = self._read_version()
+        self.schema_version = version
+
+    def _read_version(self) -> int:
+        try:
+            v = self.con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        except Exception:
+            raise StoreError(f"{self.db}: not a ccarena results database") from None
+        if v is None or int(v[0]) > SCHEMA_VERSION:
+            raise StoreError(f"{self.db}: written by a newer ccarena (schema {v and v[0]}); upgrade to read it")
+        return int(v[0])
+
+    def _migrate(self) -> None:
+        """Creates the tables, or brings a database of an older schema to this one:
+        missing tables are created, missing columns added with the values the
+        old runs had, and the runs whose traffic the old schema could not hold
+        (background or reverse flows, web traffic, UDP) analysed again from
+        their stored records. Nothing is deleted."""
+        con = self.con
+        try:
+            row = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        except Exception:
+            row = None  # a new database
+        if row is not None and int(row[0]) > SCHEMA_VERSION:
+            raise StoreError(f"{self.db}: written by a newer ccarena (schema {row[0]}); upgrade to write to it")
+        old = int(row[0]) if row is not None else SCHEMA_VERSION
+        if old == SCHEMA_VERSION and row is not None:
+            return
+
+        def tx():
+            con.execute(_SCHEMA)
+            for table, added in _ADDED_COLUMNS.items():
+                have = {r[0] for r in con.execute("SELECT column_name FROM information_schema.columns WHERE table_name = ?", [table]).fetchall()}
+                for name, decl in added:
+                    if name not in have:
+                        con.execute(f"ALTER TABLE {table} ADD COLUMN {name} {decl}")
+
+        self._transaction(tx)
+        if old < 2:
+            self._reanalyse(_needs_traffic_tables)
+        self.con.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
 
     @property
     def con(self):
@@ -202,6 +275,12 @@ class Store:
     def record_path(self, run_id: str) -> Path:
         return self.dir / "records" / f"{run_id}.json.gz"
 
+    def reverse_queue_path(self, run_id: str) -> Path:
+        return self.dir / "reverse_queue" / f"{run_id}.parquet"
+
+    def udp_series_path(self, run_id: str) -> Path:
+        return self.dir / "udp_series" / f"{run_id}.parquet"
+
     # ---- writes ----
 
     def _transaction(self, fn) -> None:
@@ -214,9 +293,11 @@ class Store:
         self.con.execute("COMMIT")
 
     def _insert_df(self, table: str, df: pd.DataFrame, replace: bool = False) -> None:
+        # By name: a migrated table has its added columns last, a new one wherever the schema puts them.
+        cols = ", ".join(f'"{c}"' for c in df.columns)
         self.con.register("_ccarena_rows", df)
         try:
-            self.con.execute(f"INSERT {'OR REPLACE ' if replace else ''}INTO {table} SELECT * FROM _ccarena_rows")
+            self.con.execute(f"INSERT {'OR REPLACE ' if replace else ''}INTO {table} ({cols}) SELECT {cols} FROM _ccarena_rows")
         finally:
             self.con.unregister("_ccarena_rows")
 
@@ -272,20 +353,33 @@ class Store:
         _atomic_write(self.record_path(rid), gzip.compress(record_json.encode(), compresslevel=5))
         _atomic_parquet(result.timeseries, self.timeseries_path(rid))
         _atomic_parquet(result.queue, self.queue_path(rid))
-        self._insert_rows(rid, spec.scenario_hash, spec.seed, spec.doc, spec.engine, record, wall_time_s, flows, fm, rm)
+        self._write_traffic_files(rid, result)
+        self._insert_rows(rid, spec.scenario_hash, spec.seed, spec.doc, spec.engine, record, wall_time_s, result, fm, rm)
         return rm
 
-    def _insert_rows(self, rid, scenario_hash, seed, doc, engine, record, wall_time_s, flows, fm, rm) -> None:
-        fdf = flows.reset_index()
+    def _write_traffic_files(self, rid: str, result) -> None:
+        if len(result.reverse_queue):
+            _atomic_parquet(result.reverse_queue, self.reverse_queue_path(rid))
+        if len(result.udp):
+            _atomic_parquet(result.udp_timeseries, self.udp_series_path(rid))
+
+    def _insert_rows(self, rid, scenario_hash, seed, doc, engine, record, wall_time_s, result, fm, rm) -> None:
+        fdf = result.flows.reset_index()
         fdf.insert(0, "run_id", rid)
         fdf = fdf[_FLOW_COLUMNS]
+        sdf = result.short_flows.copy()
+        sdf.insert(0, "run_id", rid)
+        sdf = sdf[_SHORT_FLOW_COLUMNS]
+        udf = result.udp.reset_index()
+        udf.insert(0, "run_id", rid)
+        udf = udf[_UDP_COLUMNS]
         mrows = [(rid, None, k, _finite(v)) for k, v in rm.items()]
         mrows += [(rid, i, k, _finite(v)) for i, m in enumerate(fm) for k, v in m.items()]
         mdf = pd.DataFrame(mrows, columns=["run_id", "flow", "name", "value"]).astype({"flow": "Int64"})
         engine_public = {k: v for k, v in engine.items() if not k.startswith("_")}
 
         def tx():
-            for table in ("runs", "flows", "metrics"):
+            for table in _RUN_TABLES:
                 self.con.execute(f"DELETE FROM {table} WHERE run_id = ?", [rid])
             self.con.execute(
                 "INSERT INTO runs VALUES (?, ?, ?, ?, 'ok', NULL, ?, ?, ?, ?, ?, ?)",
@@ -294,6 +388,10 @@ class Store:
             )
             self._insert_df("flows", fdf)
             self._insert_df("metrics", mdf)
+            if len(sdf):
+                self._insert_df("short_flows", sdf)
+            if len(udf):
+                self._insert_df("udp", udf)
 
         self._transaction(tx)
 
@@ -302,7 +400,7 @@ class Store:
         engine_public = {k: v for k, v in (spec.engine or {}).items() if not k.startswith("_")}
 
         def tx():
-            for table in ("runs", "flows", "metrics"):
+            for table in _RUN_TABLES:
                 self.con.execute(f"DELETE FROM {table} WHERE run_id = ?", [spec.run_id])
             self.con.execute(
                 "INSERT INTO runs VALUES (?, ?, ?, ?, 'error', ?, ?, ?, 0, ?, ?, ?)",
@@ -313,17 +411,32 @@ class Store:
         self._transaction(tx)
 
     def recompute_metrics(self, progress=None) -> int:
-        """Recomputes flows and metrics of every stored run from its raw record; returns the count."""
+        """Recomputes flows, metrics, short flows and UDP rows of every stored run from its raw record; returns the count."""
+        return self._reanalyse(None, progress, strict=True)
+
+    def _reanalyse(self, select=None, progress=None, strict: bool = False) -> int:
+        """Analyses stored runs again from their records (those whose engine
+        configuration `select` accepts; all without it). With `strict` off a
+        run that cannot be analysed (record gone, scenario no longer valid)
+        keeps the rows it has."""
         rows = self.con.execute("SELECT run_id, scenario_hash, seed, scenario, engine_config, wall_time_s FROM runs WHERE status = 'ok'").fetchall()
+        rows = [r for r in rows if select is None or select(json.loads(r[4]))]
+        done = 0
         for k, (rid, sh, seed, doc, engine, wall) in enumerate(rows):
-            record = self.record(rid)
-            doc, engine = json.loads(doc), json.loads(engine)
-            engine["_groups"] = Scenario.from_dict(doc).engine["_groups"]
-            _, flows, fm, rm = analyse(doc, engine, record, wall)
-            self._insert_rows(rid, sh, seed, doc, engine, record, wall, flows, fm, rm)
+            try:
+                record = self.record(rid)
+                doc, engine = json.loads(doc), json.loads(engine)
+                engine["_groups"] = Scenario.from_dict(doc).engine["_groups"]
+                result, _, fm, rm = analyse(doc, engine, record, wall)
+                self._write_traffic_files(rid, result)
+                self._insert_rows(rid, sh, seed, doc, engine, record, wall, result, fm, rm)
+                done += 1
+            except Exception:
+                if strict:
+                    raise
             if progress:
                 progress(k + 1, len(rows))
-        return len(rows)
+        return done
 
     # ---- reads ----
 
@@ -332,6 +445,52 @@ class Store:
 
     def df(self, sql: str, params: Iterable | None = None) -> pd.DataFrame:
         return self.con.execute(sql, list(params or [])).df()
+
+    def has_table(self, name: str) -> bool:
+        return bool(self.con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = ?", [name]).fetchone()[0])
+
+    def short_flows(self, experiment: str | None = None, run_id: str | Iterable[str] | None = None) -> pd.DataFrame:
+        """The web flows of the stored runs, one row each (the columns of
+        ``RunResult.short_flows`` plus run_id, and point and repetition when
+        `experiment` is given), optionally only those of one experiment
+        and/or of one run or a list of runs; ordered by run and start."""
+        return self._run_rows("short_flows", _SHORT_FLOW_COLUMNS, "start_s", experiment, run_id)
+
+    def udp(self, experiment: str | None = None, run_id: str | Iterable[str] | None = None) -> pd.DataFrame:
+        """The UDP sources of the stored runs (the columns of ``RunResult.udp``
+        plus run_id), filtered like ``short_flows``."""
+        return self._run_rows("udp", _UDP_COLUMNS, "source", experiment, run_id)
+
+    def _run_rows(self, table: str, columns: list[str], order: str, experiment, run_id) -> pd.DataFrame:
+        where, params = [], []
+        if run_id is not None:
+            ids = [run_id] if isinstance(run_id, str) else list(run_id)
+            where.append(f"t.run_id IN ({', '.join('?' for _ in ids) or 'NULL'})")
+            params += ids
+        select, join = "t.*", ""
+        if experiment is not None:
+            known = self.con.execute("SELECT count(*) FROM experiments WHERE experiment_id = ?", [experiment]).fetchone()[0]
+            if not known:
+                present = [r[0] for r in self.con.execute("SELECT experiment_id FROM experiments ORDER BY 1").fetchall()]
+                raise StoreError(f"experiment: no experiment {experiment!r} in {self.dir}; present: {', '.join(present) or 'none'}")
+            select, join = "t.*, er.point, er.repetition", " JOIN experiment_runs er ON er.run_id = t.run_id AND er.experiment_id = ?"
+            params.insert(0, experiment)
+        if not self.has_table(table):  # a schema-1 database that could not be upgraded
+            cols = columns + (["point", "repetition"] if experiment is not None else [])
+            return pd.DataFrame(columns=cols)
+        sql = f"SELECT {select} FROM {table} t{join}" + (f" WHERE {' AND '.join(where)}" if where else "") + f" ORDER BY t.run_id, t.{order}"
+        df = self.df(sql, params)
+        if table == "short_flows":
+            df["completed"] = df.fct_s.notna()
+        return df
+
+
+def _needs_traffic_tables(engine: dict) -> bool:
+    """Whether a run has rows the schema-1 tables could not hold (or whose
+    metrics then counted background flows)."""
+    flows = engine.get("flows", [])
+    return bool(engine.get("web") or engine.get("udp") or engine.get("network", {}).get("reverse_bottleneck")
+                or any(f.get("background") or f.get("direction") == "reverse" for f in flows))
 
 
 def _finite(v: Any) -> float | None:
@@ -353,8 +512,10 @@ class Results:
     * ``metrics``: long format (run_id, flow or NA for run-level, name, value)
 
     ``points(experiment)`` gives mean, 95 % CI and n across repetitions per grid
-    point; ``timeseries(run_id)`` / ``queue(run_id)`` read the Parquet files and
-    ``result(run_id)`` rebuilds a ``RunResult`` from the raw record.
+    point; ``timeseries(run_id)`` / ``queue(run_id)`` (and ``reverse_queue``,
+    ``udp_timeseries``) read the Parquet files; ``short_flows(...)`` and
+    ``udp(...)`` query the per-web-flow and per-UDP-source tables (large, so
+    read on demand); ``result(run_id)`` rebuilds a ``RunResult`` from the raw record.
     """
 
     directory: Path
@@ -368,6 +529,26 @@ class Results:
 
     def queue(self, run_id: str) -> pd.DataFrame:
         return pd.read_parquet(self.directory / "queue" / f"{run_id}.parquet")
+
+    def reverse_queue(self, run_id: str) -> pd.DataFrame:
+        """The reverse bottleneck's samples (empty when the run had none)."""
+        p = self.directory / "reverse_queue" / f"{run_id}.parquet"
+        return pd.read_parquet(p) if p.exists() else pd.DataFrame(columns=["t_s", "backlog_packets", "backlog_bytes", "drops", "bytes_out", "rate_mbps"])
+
+    def udp_timeseries(self, run_id: str) -> pd.DataFrame:
+        """The UDP sinks' samples (empty when the run had no UDP sources)."""
+        p = self.directory / "udp_series" / f"{run_id}.parquet"
+        return pd.read_parquet(p) if p.exists() else pd.DataFrame(columns=["t_s", "source", "throughput_mbps"])
+
+    def short_flows(self, experiment: str | None = None, run_id: str | Iterable[str] | None = None) -> pd.DataFrame:
+        """Web flows of one experiment and/or run(s) (``Store.short_flows``)."""
+        with Store(self.directory, read_only=True) as st:
+            return st.short_flows(experiment=experiment, run_id=run_id)
+
+    def udp(self, experiment: str | None = None, run_id: str | Iterable[str] | None = None) -> pd.DataFrame:
+        """UDP sources of one experiment and/or run(s) (``Store.udp``)."""
+        with Store(self.directory, read_only=True) as st:
+            return st.udp(experiment=experiment, run_id=run_id)
 
     def record(self, run_id: str) -> dict:
         return json.loads(gzip.decompress((self.directory / "records" / f"{run_id}.json.gz").read_bytes()))
@@ -430,6 +611,11 @@ def load(directory: str | Path) -> Results:
         )
         flows = st.df("SELECT * FROM flows ORDER BY run_id, flow")
         metrics = st.df("SELECT * FROM metrics")
+    # A schema-1 database that could not be upgraded (read-only, or held by a sweep): its runs had no such flows.
+    if "direction" not in flows:
+        flows["direction"] = "forward"
+    if "background" not in flows:
+        flows["background"] = False
     status = er.status.astype(object).where(er.status.notna(), None)
     er["status"] = [s if s is not None else ("skipped" if sk is not None and not pd.isna(sk) else "pending") for s, sk in zip(status, er.skip_reason)]
     params = pd.DataFrame([json.loads(p) for p in er.params], index=er.index)
