@@ -186,3 +186,21 @@ def test_the_linux_backend_refuses_what_only_the_simulator_models():
     with pytest.raises(ScenarioError) as e:
         Scenario.from_dict(with_(udp=[{"rate": "1Mbps"}]), backend="linux")
     assert e.value.field == "backend" and "udp" in e.value.message and "--backend sim" in e.value.message
+
+
+def test_sweep_shorthands_leave_background_tables_alone_and_sweeps_round_trip_as_toml():
+    from ccarena.scenario import dump_toml
+    from ccarena.sweep import expand
+
+    d = copy.deepcopy(BASE)
+    d["flows"].append({"cca": "reno", "rtt": "30ms", "background": True})
+    d["web"] = [{"load": "5Mbps"}]
+    d["sweep"] = {"cca": ["cubic", "bbr"], "rtt": ["20ms", "60ms"], "zip": [{"name": "load", "web[0].load": ["1Mbps", "2Mbps"]}]}
+    specs = expand(d)
+    assert len(specs) == 8
+    for s in specs:
+        assert s.doc["flows"][1] == {"cca": "reno", "rtt": "30ms", "background": True}
+    # A sweep whose fields need quoting survives a TOML round trip.
+    text = dump_toml(d)
+    assert '"web[0].load"' in text
+    assert Scenario.from_toml(text).doc == d

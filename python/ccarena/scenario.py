@@ -660,6 +660,14 @@ def parse_override(text: str) -> tuple[str, Any]:
     return key, value
 
 
+_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def _toml_key(k: str) -> str:
+    """A key as TOML needs it: bare when it can be, else quoted (e.g. "flows[1].rtt")."""
+    return k if _BARE_KEY.fullmatch(k) else json.dumps(k)
+
+
 def _toml_value(v: Any) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
@@ -670,7 +678,7 @@ def _toml_value(v: Any) -> str:
     if isinstance(v, list):
         return "[" + ", ".join(_toml_value(x) for x in v) + "]"
     if isinstance(v, dict):
-        return "{ " + ", ".join(f"{k} = {_toml_value(x)}" for k, x in v.items()) + " }"
+        return "{ " + ", ".join(f"{_toml_key(k)} = {_toml_value(x)}" for k, x in v.items()) + " }"
     raise TypeError(f"cannot write {v!r} as TOML")
 
 
@@ -679,15 +687,15 @@ def dump_toml(doc: dict) -> str:
     lines: list[str] = []
     scalars = {k: v for k, v in doc.items() if not isinstance(v, (dict, list)) or (isinstance(v, list) and not all(isinstance(x, dict) for x in v))}
     for k, v in scalars.items():
-        lines.append(f"{k} = {_toml_value(v)}")
+        lines.append(f"{_toml_key(k)} = {_toml_value(v)}")
     for k, v in doc.items():
         if isinstance(v, dict):
-            lines.append(f"\n[{k}]")
+            lines.append(f"\n[{_toml_key(k)}]")
             for kk, vv in v.items():
-                lines.append(f"{kk} = {_toml_value(vv)}")
+                lines.append(f"{_toml_key(kk)} = {_toml_value(vv)}")
         elif isinstance(v, list) and v and all(isinstance(x, dict) for x in v):
             for item in v:
-                lines.append(f"\n[[{k}]]")
+                lines.append(f"\n[[{_toml_key(k)}]]")
                 for kk, vv in item.items():
-                    lines.append(f"{kk} = {_toml_value(vv)}")
+                    lines.append(f"{_toml_key(kk)} = {_toml_value(vv)}")
     return "\n".join(lines).lstrip() + "\n"

@@ -143,7 +143,10 @@ def _expand_path(path: str, doc: dict, where: str) -> list[str]:
         seq = doc.get(head) if "." not in head else None
         if not isinstance(seq, list) or not seq:
             raise ScenarioError(where, f"{head}[*]: the scenario has no {head} list")
-        return [f"{head}[{i}]{tail}" for i in range(len(seq))]
+        # Shorthands vary the flows under study; background tables keep their values
+        # (name them by index, e.g. flows[2].cca, to vary them too).
+        studied = [i for i, t in enumerate(seq) if not (isinstance(t, dict) and t.get("background") is True)]
+        return [f"{head}[{i}]{tail}" for i in (studied or range(len(seq)))]
     if "." not in path and "[" not in path:
         allowed = ", ".join(sorted(SHORTHANDS))
         raise ScenarioError(where, f"not a field; use a shorthand ({allowed}) or a dotted path such as flows[0].cca")
