@@ -244,7 +244,7 @@ def fct_figure_spec(axes: list[dict], specs: list[dict]) -> dict | None:
     if base is None:
         return None
     spec = {k: base[k] for k in ("x", "series", "panels", "xscale", "xlabel") if k in base}
-    spec.update(kind="sweep", y="median_fct_s", yscale="log", name=f"median_fct_s-vs-{base['x']}",
+    spec.update(kind="sweep", y="median_fct_s", yscale="linear", name=f"median_fct_s-vs-{base['x']}",
                 caption="Median flow completion time of the web flows started after warm-up")
     return spec
 
