@@ -86,7 +86,7 @@ def run(
     sc = sc.with_overrides(_overrides(sets))
     _warn_requirements(sc.doc)
     if sc.doc.get("sweep") and not as_json:
-        err.print(f"note: {sc.name} has a [sweep]; this runs its base scenario once (`ccarena sweep {scenario}` runs the whole sweep)", highlight=False)
+        err.print(f"note: {sc.name} has a \\[sweep] table; this runs its base scenario once (`ccarena sweep {scenario}` runs the whole sweep)", highlight=False)
     show = sys.stderr.isatty() and not as_json
     with _progress_bar(show, "s run" if backend == "linux" else "s simulated") as bar:
         task = bar.add_task(sc.name, total=sc.engine["run"]["duration"] / 1e9)
