@@ -103,28 +103,82 @@ pub struct RedBin {
     pub sum_pb: f64,
 }
 
-/// First-in first-out with tail drop when the limit would be exceeded.
-pub struct DropTail {
-    limit: QueueLimit,
+/// The queue of a single-queue discipline: packets in arrival order with their
+/// enqueue times (for sojourn-based AQMs) and the wire bytes they hold.
+#[derive(Default)]
+pub struct Fifo {
     queue: VecDeque<(Time, Packet)>,
     bytes: u64,
 }
 
+impl Fifo {
+    /// Whether one more packet of `pkt`'s size stays within `limit` (tail drop's test).
+    #[inline]
+    pub fn fits(&self, limit: QueueLimit, pkt: &Packet) -> bool {
+        match limit {
+            QueueLimit::Bytes(b) => self.bytes + pkt.wire_bytes as u64 <= b,
+            QueueLimit::Packets(n) => (self.queue.len() as u64) < n as u64,
+        }
+    }
+
+    #[inline]
+    pub fn push(&mut self, now: Time, pkt: Packet) {
+        self.bytes += pkt.wire_bytes as u64;
+        self.queue.push_back((now, pkt));
+    }
+
+    /// The oldest packet and when it was enqueued.
+    #[inline]
+    pub fn pop(&mut self) -> Option<(Time, Packet)> {
+        let (t, pkt) = self.queue.pop_front()?;
+        self.bytes -= pkt.wire_bytes as u64;
+        Some((t, pkt))
+    }
+
+    #[inline]
+    pub fn len(&self) -> u32 {
+        self.queue.len() as u32
+    }
+
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.queue.is_empty()
+    }
+
+    /// Wire (IP) bytes held.
+    #[inline]
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    /// Bytes as Linux's qdiscs count them (`qdisc_pkt_len`: each packet with
+    /// its Ethernet header).
+    #[inline]
+    pub fn linux_backlog(&self) -> u64 {
+        self.bytes + crate::net::aqm::ETH_HLEN as u64 * self.queue.len() as u64
+    }
+
+    pub fn packets(&self) -> Vec<Packet> {
+        self.queue.iter().map(|(_, p)| *p).collect()
+    }
+}
+
+/// First-in first-out with tail drop when the limit would be exceeded.
+pub struct DropTail {
+    limit: QueueLimit,
+    fifo: Fifo,
+}
+
 impl DropTail {
     pub fn new(limit: QueueLimit) -> DropTail {
-        DropTail { limit, queue: VecDeque::new(), bytes: 0 }
+        DropTail { limit, fifo: Fifo::default() }
     }
 }
 
 impl QueueDisc for DropTail {
     fn enqueue(&mut self, now: Time, pkt: Packet) -> Enqueued {
-        let fits = match self.limit {
-            QueueLimit::Bytes(b) => self.bytes + pkt.wire_bytes as u64 <= b,
-            QueueLimit::Packets(n) => (self.queue.len() as u32) < n,
-        };
-        if fits {
-            self.bytes += pkt.wire_bytes as u64;
-            self.queue.push_back((now, pkt));
+        if self.fifo.fits(self.limit, &pkt) {
+            self.fifo.push(now, pkt);
             Enqueued::Accepted
         } else {
             Enqueued::Dropped(pkt)
@@ -132,21 +186,19 @@ impl QueueDisc for DropTail {
     }
 
     fn dequeue(&mut self, _now: Time, _dropped: &mut Vec<Packet>) -> Option<Packet> {
-        let (_, pkt) = self.queue.pop_front()?;
-        self.bytes -= pkt.wire_bytes as u64;
-        Some(pkt)
+        self.fifo.pop().map(|(_, pkt)| pkt)
     }
 
     fn backlog_packets(&self) -> u32 {
-        self.queue.len() as u32
+        self.fifo.len()
     }
 
     fn backlog_bytes(&self) -> u64 {
-        self.bytes
+        self.fifo.bytes()
     }
 
     fn waiting(&self) -> Vec<Packet> {
-        self.queue.iter().map(|(_, p)| *p).collect()
+        self.fifo.packets()
     }
 
     fn stats(&self) -> QdiscStats {

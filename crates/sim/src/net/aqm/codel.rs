@@ -22,11 +22,10 @@
 //! The state machine (`CodelVars::dequeue`) is shared with FQ-CoDel, which runs
 //! one per flow bucket.
 
-use super::{fits, qdisc_len, set_ce, PSCHED_MTU};
-use crate::net::queue::{Enqueued, QdiscStats, QueueDisc, QueueLimit};
+use super::{set_ce, PSCHED_MTU};
+use crate::net::queue::{Enqueued, Fifo, QdiscStats, QueueDisc, QueueLimit};
 use crate::packet::Packet;
 use crate::units::{Dur, Time};
-use std::collections::VecDeque;
 
 /// Default target sojourn time (`codel_params_init`: MS2TIME(5)).
 pub const DEFAULT_TARGET: Dur = Dur(5_000_000);
@@ -214,9 +213,7 @@ pub struct Codel {
     params: CodelParams,
     vars: CodelVars,
     limit: QueueLimit,
-    queue: VecDeque<(Time, Packet)>,
-    bytes: u64,
-    backlog: u64,
+    fifo: Fifo,
     stats: QdiscStats,
 }
 
@@ -226,9 +223,7 @@ impl Codel {
             params,
             vars: CodelVars::default(),
             limit,
-            queue: VecDeque::new(),
-            bytes: 0,
-            backlog: 0,
+            fifo: Fifo::default(),
             stats: QdiscStats::new("codel"),
         }
     }
@@ -240,35 +235,31 @@ impl Codel {
 
 impl QueueDisc for Codel {
     fn enqueue(&mut self, now: Time, pkt: Packet) -> Enqueued {
-        if !fits(self.limit, self.queue.len(), self.bytes, pkt.wire_bytes) {
+        if !self.fifo.fits(self.limit, &pkt) {
             return Enqueued::Dropped(pkt);
         }
-        self.bytes += pkt.wire_bytes as u64;
-        self.backlog += qdisc_len(&pkt) as u64;
-        self.queue.push_back((now, pkt));
+        self.fifo.push(now, pkt);
         Enqueued::Accepted
     }
 
     fn dequeue(&mut self, now: Time, dropped: &mut Vec<Packet>) -> Option<Packet> {
-        let Codel { params, vars, queue, bytes, backlog, stats, .. } = self;
+        let Codel { params, vars, fifo, stats, .. } = self;
         vars.dequeue(params, now, stats, dropped, || {
-            let (t, p) = queue.pop_front()?;
-            *bytes -= p.wire_bytes as u64;
-            *backlog -= qdisc_len(&p) as u64;
-            Some((p, t, *backlog))
+            let (t, p) = fifo.pop()?;
+            Some((p, t, fifo.linux_backlog()))
         })
     }
 
     fn backlog_packets(&self) -> u32 {
-        self.queue.len() as u32
+        self.fifo.len()
     }
 
     fn backlog_bytes(&self) -> u64 {
-        self.bytes
+        self.fifo.bytes()
     }
 
     fn waiting(&self) -> Vec<Packet> {
-        self.queue.iter().map(|(_, p)| *p).collect()
+        self.fifo.packets()
     }
 
     fn stats(&self) -> QdiscStats {

@@ -18,7 +18,6 @@ pub mod pie;
 pub mod red;
 
 use crate::packet::{Packet, Payload};
-use crate::net::queue::QueueLimit;
 
 /// Ethernet header bytes Linux counts in `qdisc_pkt_len` (ETH_HLEN).
 pub const ETH_HLEN: u32 = 14;
@@ -44,16 +43,6 @@ pub fn set_ce(pkt: &mut Packet) -> bool {
             true
         }
         _ => false,
-    }
-}
-
-/// Whether a queue holding `packets` packets and `bytes` wire bytes has room
-/// for one more packet of `wire_bytes` (the test drop-tail applies).
-#[inline]
-pub fn fits(limit: QueueLimit, packets: usize, bytes: u64, wire_bytes: u32) -> bool {
-    match limit {
-        QueueLimit::Bytes(b) => bytes + wire_bytes as u64 <= b,
-        QueueLimit::Packets(n) => (packets as u64) < n as u64,
     }
 }
 

@@ -30,12 +30,11 @@
 //! limit may also be in bytes. As in Linux the first update comes half a second
 //! after the qdisc starts.
 
-use super::{fits, qdisc_len, set_ce, PSCHED_MTU};
-use crate::net::queue::{Enqueued, QdiscStats, QueueDisc, QueueLimit};
+use super::{qdisc_len, set_ce, PSCHED_MTU};
+use crate::net::queue::{Enqueued, Fifo, QdiscStats, QueueDisc, QueueLimit};
 use crate::packet::Packet;
 use crate::rng::Rng;
 use crate::units::{Dur, Time};
-use std::collections::VecDeque;
 
 /// Probability 1 (`MAX_PROB`: U64_MAX >> 8).
 pub const MAX_PROB: u64 = u64::MAX >> 8;
@@ -127,9 +126,7 @@ pub struct Pie {
     alpha: u64,
     beta: u64,
     limit: QueueLimit,
-    queue: VecDeque<(Time, Packet)>,
-    bytes: u64,
-    backlog: u64,
+    fifo: Fifo,
     pub vars: PieVars,
     next_update: Time,
     rng: Rng,
@@ -149,9 +146,7 @@ impl Pie {
             beta: (p.beta * per_tick) as u64,
             p,
             limit,
-            queue: VecDeque::new(),
-            bytes: 0,
-            backlog: 0,
+            fifo: Fifo::default(),
             vars,
             next_update: Time::ZERO + FIRST_UPDATE,
             rng,
@@ -171,7 +166,7 @@ impl Pie {
             self.calculate_probability();
             self.next_update += self.p.tupdate;
             let v = &self.vars;
-            if self.backlog == 0 && v.prob == 0 && v.qdelay == 0 && v.qdelay_old == 0 && v.dq_tstamp.is_none() && v.dq_count.is_none() {
+            if self.fifo.is_empty() && v.prob == 0 && v.qdelay == 0 && v.qdelay_old == 0 && v.dq_tstamp.is_none() && v.dq_count.is_none() {
                 // Idle and settled: further updates change nothing until a packet
                 // comes; skip to the last update due.
                 if self.next_update <= now {
@@ -185,7 +180,7 @@ impl Pie {
     /// `pie_calculate_probability`, run every tupdate.
     pub fn calculate_probability(&mut self) {
         self.updates += 1;
-        let backlog = self.backlog;
+        let backlog = self.fifo.linux_backlog();
         let v = &mut self.vars;
         let (qdelay, qdelay_old);
         if self.p.dq_rate_estimator {
@@ -263,7 +258,7 @@ impl Pie {
         if v.qdelay < self.target / 2 && v.prob < MAX_PROB / 5 {
             return false;
         }
-        if self.backlog < 2 * PSCHED_MTU as u64 {
+        if self.fifo.linux_backlog() < 2 * PSCHED_MTU as u64 {
             return false;
         }
         let local_prob = if self.p.bytemode && packet_size <= PSCHED_MTU {
@@ -290,10 +285,10 @@ impl Pie {
         false
     }
 
-    /// `pie_process_dequeue`, after `pkt` left with `self.backlog` remaining.
+    /// `pie_process_dequeue`, after `pkt` left (the backlog is what remains).
     fn process_dequeue(&mut self, now: Time, enq: Time, len: u32) {
         let now_t = ticks(now.0);
-        let backlog = self.backlog;
+        let backlog = self.fifo.linux_backlog();
         let v = &mut self.vars;
         let dtime;
         if !self.p.dq_rate_estimator {
@@ -337,7 +332,7 @@ impl Pie {
 impl QueueDisc for Pie {
     fn enqueue(&mut self, now: Time, mut pkt: Packet) -> Enqueued {
         self.catch_up(now);
-        if !fits(self.limit, self.queue.len(), self.bytes, pkt.wire_bytes) {
+        if !self.fifo.fits(self.limit, &pkt) {
             self.vars.accu_prob = 0;
             return Enqueued::Dropped(pkt);
         }
@@ -349,32 +344,28 @@ impl QueueDisc for Pie {
                 return Enqueued::EarlyDropped(pkt);
             }
         }
-        self.bytes += pkt.wire_bytes as u64;
-        self.backlog += qdisc_len(&pkt) as u64;
-        self.queue.push_back((now, pkt));
+        self.fifo.push(now, pkt);
         Enqueued::Accepted
     }
 
     fn dequeue(&mut self, now: Time, _dropped: &mut Vec<Packet>) -> Option<Packet> {
         self.catch_up(now);
-        let (enq, pkt) = self.queue.pop_front()?;
-        self.bytes -= pkt.wire_bytes as u64;
-        self.backlog -= qdisc_len(&pkt) as u64;
+        let (enq, pkt) = self.fifo.pop()?;
         self.stats.sojourn(now.since(enq).0);
         self.process_dequeue(now, enq, qdisc_len(&pkt));
         Some(pkt)
     }
 
     fn backlog_packets(&self) -> u32 {
-        self.queue.len() as u32
+        self.fifo.len()
     }
 
     fn backlog_bytes(&self) -> u64 {
-        self.bytes
+        self.fifo.bytes()
     }
 
     fn waiting(&self) -> Vec<Packet> {
-        self.queue.iter().map(|(_, p)| *p).collect()
+        self.fifo.packets()
     }
 
     fn stats(&self) -> QdiscStats {
@@ -393,6 +384,15 @@ mod tests {
         Pie::new(PieParams::default(), QueueLimit::Packets(100_000), Rng::stream(1, "pie-test"))
     }
 
+    /// Sets the queue to `n` full-size packets (1514 bytes each as Linux
+    /// counts), bypassing the controller.
+    fn fill(q: &mut Pie, n: u32) {
+        while q.fifo.pop().is_some() {}
+        for i in 0..n {
+            q.fifo.push(Time::ZERO, seg(0, i, false));
+        }
+    }
+
     fn p_of(x: f64) -> u64 {
         (x * MAX_PROB as f64) as u64
     }
@@ -400,7 +400,7 @@ mod tests {
     /// One update with a given current and previous delay (ms) and probability.
     fn step(prob: f64, qdelay_ms: f64, old_ms: f64) -> f64 {
         let mut q = pie();
-        q.backlog = 100_000;
+        fill(&mut q, 66); // ~100 KB
         q.vars.prob = p_of(prob);
         q.vars.qdelay = ticks((qdelay_ms * MS as f64) as u64);
         q.vars.qdelay_old = ticks((old_ms * MS as f64) as u64);
@@ -515,16 +515,16 @@ mod tests {
         q.vars.burst_time = 0;
         q.vars.prob = p_of(0.15);
         q.vars.qdelay = ticks(5 * MS); // < target / 2 and prob < 20 %
-        q.backlog = 100_000;
+        fill(&mut q, 66); // ~100 KB
         for _ in 0..1000 {
             assert!(!q.drop_early(1514));
         }
         q.vars.qdelay = ticks(20 * MS);
-        q.backlog = 3000; // < 2 * 1514
+        fill(&mut q, 1); // < 2 * 1514
         for _ in 0..1000 {
             assert!(!q.drop_early(1514));
         }
-        q.backlog = 100_000;
+        fill(&mut q, 66); // ~100 KB
         let drops = (0..100_000).filter(|_| early(&mut q)).count() as f64 / 100_000.0;
         // Derandomised: one drop per mean_gap packets (11.7 at 15 %).
         let want = 1.0 / mean_gap(0.15);
@@ -539,7 +539,7 @@ mod tests {
         q.vars.burst_time = 0;
         q.vars.prob = p_of(0.1);
         q.vars.qdelay = ticks(20 * MS);
-        q.backlog = 100_000;
+        fill(&mut q, 66); // ~100 KB
         let mut gap = 0;
         let mut gaps = Vec::new();
         for _ in 0..200_000 {

@@ -26,12 +26,11 @@
 //! formula); the link rate is used for it (tc's `bandwidth`, which defaults to
 //! 10 Mbit when not given); adaptive RED is not modelled.
 
-use super::{fits, qdisc_len, set_ce};
-use crate::net::queue::{Enqueued, QdiscStats, QueueDisc, QueueLimit, RedBin};
+use super::set_ce;
+use crate::net::queue::{Enqueued, Fifo, QdiscStats, QueueDisc, QueueLimit, RedBin};
 use crate::packet::Packet;
 use crate::rng::Rng;
 use crate::units::{Dur, Rate, Time};
-use std::collections::VecDeque;
 
 /// tc red's default `probability`.
 pub const DEFAULT_MAX_P: f64 = 0.02;
@@ -104,10 +103,7 @@ pub struct Red {
     limit: QueueLimit,
     /// Transmission time of `avpkt` at the link rate (the idle clock).
     idle_tx: Dur,
-    queue: VecDeque<Packet>,
-    bytes: u64,
-    /// Backlog in `qdisc_len` bytes.
-    backlog: u64,
+    fifo: Fifo,
     avg: f64,
     /// Packets since the last action (-1: below min since, Linux `qcount`).
     qcount: i64,
@@ -134,9 +130,7 @@ impl Red {
             idle_tx: rate.tx_time(p.avpkt as u64),
             p,
             limit,
-            queue: VecDeque::new(),
-            bytes: 0,
-            backlog: 0,
+            fifo: Fifo::default(),
             avg: 0.0,
             qcount: -1,
             r: 0.0,
@@ -185,7 +179,7 @@ impl Red {
                 self.avg *= (1.0 - self.p.w_q).powf(m);
             }
             None => {
-                let q = if self.p.packet_mode { self.queue.len() as f64 } else { self.backlog as f64 };
+                let q = if self.p.packet_mode { self.fifo.len() as f64 } else { self.fifo.linux_backlog() as f64 };
                 self.avg += self.p.w_q * (q - self.avg);
             }
         }
@@ -258,22 +252,16 @@ impl QueueDisc for Red {
                 }
             }
         }
-        if !fits(self.limit, self.queue.len(), self.bytes, pkt.wire_bytes) {
+        if !self.fifo.fits(self.limit, &pkt) {
             return Enqueued::Dropped(pkt);
         }
-        self.bytes += pkt.wire_bytes as u64;
-        self.backlog += qdisc_len(&pkt) as u64;
-        self.queue.push_back(pkt);
+        self.fifo.push(now, pkt);
         Enqueued::Accepted
     }
 
     fn dequeue(&mut self, now: Time, _dropped: &mut Vec<Packet>) -> Option<Packet> {
-        match self.queue.pop_front() {
-            Some(p) => {
-                self.bytes -= p.wire_bytes as u64;
-                self.backlog -= qdisc_len(&p) as u64;
-                Some(p)
-            }
+        match self.fifo.pop() {
+            Some((_, p)) => Some(p),
             None => {
                 if self.idle_since.is_none() {
                     self.idle_since = Some(now);
@@ -284,15 +272,15 @@ impl QueueDisc for Red {
     }
 
     fn backlog_packets(&self) -> u32 {
-        self.queue.len() as u32
+        self.fifo.len()
     }
 
     fn backlog_bytes(&self) -> u64 {
-        self.bytes
+        self.fifo.bytes()
     }
 
     fn waiting(&self) -> Vec<Packet> {
-        self.queue.iter().copied().collect()
+        self.fifo.packets()
     }
 
     fn stats(&self) -> QdiscStats {
