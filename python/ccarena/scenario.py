@@ -356,9 +356,7 @@ def _resolve_flow_group(
     label = group.get("label", cca)
     if not isinstance(label, str):
         raise ScenarioError(f"{where}.label", "must be a string")
-    direction = group.get("direction", "forward")
-    if direction not in ("forward", "reverse"):
-        raise ScenarioError(f"{where}.direction", f"must be forward or reverse, got {direction!r}")
+    (direction,) = traffic.direction_of(group.get("direction", "forward"), f"{where}.direction")
     background = group.get("background", from_setup)
     if not isinstance(background, bool):
         raise ScenarioError(f"{where}.background", f"must be true or false, got {background!r}")

@@ -165,7 +165,8 @@ def sample_dist(d: dict, rng: random.Random) -> float:
             return x
 
 
-def _direction(value: Any, where: str, both: bool = False) -> list[str]:
+def direction_of(value: Any, where: str, both: bool = False) -> list[str]:
+    """The directions a `direction` value means (`both` allows "both": one entry each way)."""
     allowed = ["forward", "reverse"] + (["both"] if both else [])
     if value not in allowed:
         raise _err(where, f"must be one of {', '.join(allowed)}, got {value!r}")
@@ -179,6 +180,27 @@ def _positive_duration(value: Any, where: str) -> int:
     return ns
 
 
+def _required_rate(t: dict, key: str, where: str, hint: str = "") -> int:
+    if key not in t:
+        raise _err(f"{where}.{key}", f"missing required field{hint}")
+    rate = _unit(parse_rate, t[key], f"{where}.{key}")
+    if rate <= 0:
+        raise _err(f"{where}.{key}", "must be positive")
+    return rate
+
+
+def _start_stop_label(t: dict, where: str, default_label: str) -> tuple[int, int | None, str]:
+    """When a source runs (stop None: to the end) and its name in reports."""
+    start = _unit(parse_duration, t.get("start", 0), f"{where}.start")
+    stop = _unit(parse_duration, t["stop"], f"{where}.stop") if "stop" in t else None
+    if stop is not None and stop <= start:
+        raise _err(f"{where}.stop", "must be after start")
+    label = t.get("label", default_label)
+    if not isinstance(label, str):
+        raise _err(f"{where}.label", "must be a string")
+    return start, stop, label
+
+
 _UDP_KEYS = {"rate", "pattern", "on", "off", "packet_size", "rtt", "start", "stop", "direction", "label", "count"}
 
 
@@ -190,11 +212,7 @@ def resolve_udp(tables: Any, duration_ns: int) -> list[dict]:
     for i, t in enumerate(tables):
         where = f"udp[{i}]"
         _check_keys(t, _UDP_KEYS, where)
-        if "rate" not in t:
-            raise _err(f"{where}.rate", "missing required field")
-        rate = _unit(parse_rate, t["rate"], f"{where}.rate")
-        if rate <= 0:
-            raise _err(f"{where}.rate", "must be positive")
+        rate = _required_rate(t, "rate", where)
         pattern = t.get("pattern", "cbr")
         if pattern not in ("cbr", "poisson", "on_off"):
             raise _err(f"{where}.pattern", f"unknown pattern {pattern!r}; allowed: cbr, poisson, on_off")
@@ -212,17 +230,11 @@ def resolve_udp(tables: Any, duration_ns: int) -> list[dict]:
         if not 28 <= size <= 65535:
             raise _err(f"{where}.packet_size", f"must be in 28B..65535B (IPv4 + UDP headers to the IP maximum), got {t['packet_size']!r}")
         rtt = _positive_duration(t.get("rtt", "10ms"), f"{where}.rtt")
-        start = _unit(parse_duration, t.get("start", 0), f"{where}.start")
-        stop = _unit(parse_duration, t["stop"], f"{where}.stop") if "stop" in t else None
-        if stop is not None and stop <= start:
-            raise _err(f"{where}.stop", "must be after start")
-        label = t.get("label", f"udp-{pattern}")
-        if not isinstance(label, str):
-            raise _err(f"{where}.label", "must be a string")
+        start, stop, label = _start_stop_label(t, where, f"udp-{pattern}")
         count = t.get("count", 1)
         if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= 1000:
             raise _err(f"{where}.count", f"must be an integer in 1..1000, got {count!r}")
-        (direction,) = _direction(t.get("direction", "forward"), f"{where}.direction")
+        (direction,) = direction_of(t.get("direction", "forward"), f"{where}.direction")
         for _ in range(count):
             out.append(
                 {
@@ -244,11 +256,7 @@ def resolve_web(tables: Any, names: list[str], resolve_tcp: Callable[[Any, str],
     for i, t in enumerate(tables):
         where = f"web[{i}]"
         _check_keys(t, _WEB_KEYS, where)
-        if "load" not in t:
-            raise _err(f"{where}.load", "missing required field (offered load, e.g. '38Mbps')")
-        load = _unit(parse_rate, t["load"], f"{where}.load")
-        if load <= 0:
-            raise _err(f"{where}.load", "must be positive")
+        load = _required_rate(t, "load", where, " (offered load, e.g. '38Mbps')")
         cca = t.get("cca", "reno")
         if cca not in names:
             raise _err(f"{where}.cca", f"unknown congestion control {cca!r}; allowed: {', '.join(sorted(names))}")
@@ -266,15 +274,9 @@ def resolve_web(tables: Any, names: list[str], resolve_tcp: Callable[[Any, str],
                 if cap_bytes <= sizes["k"]:
                     raise _err(f"{where}.max_size", f"must be larger than the tail's k ({sizes['k']:.0f} bytes)")
                 sizes.setdefault("max", float(cap_bytes))
-        start = _unit(parse_duration, t.get("start", 0), f"{where}.start")
-        stop = _unit(parse_duration, t["stop"], f"{where}.stop") if "stop" in t else None
-        if stop is not None and stop <= start:
-            raise _err(f"{where}.stop", "must be after start")
-        label = t.get("label", "web")
-        if not isinstance(label, str):
-            raise _err(f"{where}.label", "must be a string")
+        start, stop, label = _start_stop_label(t, where, "web")
         tcp = resolve_tcp(t.get("tcp", {}), f"{where}.tcp")
-        for direction in _direction(t.get("direction", "forward"), f"{where}.direction", both=True):
+        for direction in direction_of(t.get("direction", "forward"), f"{where}.direction", both=True):
             out.append(
                 {
                     "load": load, "sizes": sizes, "rtt": rtt, "cca": cca, "cca_params": params, "tcp": tcp,

@@ -240,9 +240,7 @@ mod tests {
     use super::*;
 
     fn ca_sock(cwnd: u32) -> TcpSock {
-        let mut tp = TcpSock::new(1448, 250, cwnd);
-        tp.ssthresh = 2;
-        tp.is_cwnd_limited = true;
+        let mut tp = crate::cc::test_sock(250, cwnd, 2);
         tp.jiffies = 1000;
         tp
     }

@@ -449,10 +449,7 @@ mod tests {
     }
 
     fn ca_sock(cwnd: u32) -> TcpSock {
-        let mut tp = TcpSock::new(1448, 1000, cwnd);
-        tp.ssthresh = 2;
-        tp.is_cwnd_limited = true;
-        tp
+        crate::cc::test_sock(1000, cwnd, 2)
     }
 
     #[test]

@@ -368,9 +368,7 @@ mod tests {
     const HZ: u32 = 250;
 
     fn ca_sock(cwnd: u32) -> TcpSock {
-        let mut tp = TcpSock::new(1448, HZ, cwnd);
-        tp.ssthresh = 2;
-        tp.is_cwnd_limited = true;
+        let mut tp = crate::cc::test_sock(HZ, cwnd, 2);
         tp.jiffies = 10_000;
         tp
     }

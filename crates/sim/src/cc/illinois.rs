@@ -248,10 +248,7 @@ mod tests {
     use crate::cc::vegas::tests::rtt_sample;
 
     fn sock(cwnd: u32) -> TcpSock {
-        let mut tp = TcpSock::new(1448, 1000, cwnd);
-        tp.ssthresh = 2;
-        tp.is_cwnd_limited = true;
-        tp
+        crate::cc::test_sock(1000, cwnd, 2)
     }
 
     /// An Illinois that has seen RTTs from 100 ms (base) to 200 ms (dm = 100 ms).

@@ -438,3 +438,13 @@ pub trait CongestionControl: Send {
         Vec::new()
     }
 }
+
+/// A socket in congestion avoidance for the algorithms' unit tests: MSS 1448,
+/// `hz` jiffies per second, `cwnd` packets, cwnd-limited, `ssthresh`.
+#[cfg(test)]
+pub(crate) fn test_sock(hz: u32, cwnd: u32, ssthresh: u32) -> TcpSock {
+    let mut tp = TcpSock::new(1448, hz, cwnd);
+    tp.ssthresh = ssthresh;
+    tp.is_cwnd_limited = true;
+    tp
+}

@@ -66,10 +66,7 @@ mod tests {
     use super::*;
 
     fn sock(cwnd: u32, ssthresh: u32) -> TcpSock {
-        let mut tp = TcpSock::new(1448, 250, cwnd);
-        tp.ssthresh = ssthresh;
-        tp.is_cwnd_limited = true;
-        tp
+        crate::cc::test_sock(250, cwnd, ssthresh)
     }
 
     #[test]

@@ -59,10 +59,7 @@ mod tests {
     use super::*;
 
     fn ca_sock(cwnd: u32) -> TcpSock {
-        let mut tp = TcpSock::new(1448, 250, cwnd);
-        tp.ssthresh = 2;
-        tp.is_cwnd_limited = true;
-        tp
+        crate::cc::test_sock(250, cwnd, 2)
     }
 
     #[test]

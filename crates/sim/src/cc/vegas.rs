@@ -249,9 +249,7 @@ pub(crate) mod tests {
     /// A connection in congestion avoidance whose baseRTT is 10,001 us (one
     /// sample of 10 ms), with `snd_nxt` = 1000 and the RTT boundary at 0.
     fn established(cwnd: u32, ssthresh: u32) -> (Vegas, TcpSock) {
-        let mut tp = TcpSock::new(1448, 1000, cwnd);
-        tp.ssthresh = ssthresh;
-        tp.is_cwnd_limited = true;
+        let mut tp = crate::cc::test_sock(1000, cwnd, ssthresh);
         let mut v = Vegas::new(ALPHA, BETA, GAMMA);
         v.init(&mut tp);
         v.pkts_acked(&mut tp, &rtt_sample(10_000));

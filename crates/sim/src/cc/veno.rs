@@ -161,9 +161,7 @@ mod tests {
 
     /// Veno in congestion avoidance with baseRTT 10,001 us and enough samples.
     fn established(cwnd: u32) -> (Veno, TcpSock) {
-        let mut tp = TcpSock::new(1448, 1000, cwnd);
-        tp.ssthresh = 2;
-        tp.is_cwnd_limited = true;
+        let mut tp = crate::cc::test_sock(1000, cwnd, 2);
         let mut v = Veno::default();
         v.init(&mut tp);
         for _ in 0..3 {

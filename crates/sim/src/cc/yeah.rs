@@ -186,9 +186,7 @@ mod tests {
 
     /// YeAH in congestion avoidance with baseRTT 100,001 us.
     fn established(cwnd: u32) -> (Yeah, TcpSock) {
-        let mut tp = TcpSock::new(1448, 1000, cwnd);
-        tp.ssthresh = 2;
-        tp.is_cwnd_limited = true;
+        let mut tp = crate::cc::test_sock(1000, cwnd, 2);
         let mut y = Yeah::default();
         y.init(&mut tp);
         y.pkts_acked(&mut tp, &rtt_sample(100_000));
