@@ -98,10 +98,10 @@ impl DelayLine {
     /// The delay a packet entering now gets: `base` plus the extra delay and
     /// the jitter, never below zero.
     fn draw(&mut self, base: Dur) -> Dur {
-        let mean = (base.0 + self.extra.0) as f64;
         let Some((j, rng)) = self.jitter.as_mut() else {
-            return Dur(mean as u64);
+            return base + self.extra;
         };
+        let mean = (base.0 + self.extra.0) as f64;
         let spread = j.jitter.0 as f64;
         let offset = match j.distribution {
             JitterShape::Uniform => spread * (2.0 * rng.uniform() - 1.0),

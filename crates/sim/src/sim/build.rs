@@ -181,7 +181,6 @@ impl Simulation {
                 start_snapshot_taken: false,
                 end_snapshot_taken: false,
                 epoch: 0,
-                sampled: true,
                 web: None,
             });
             events.schedule(start, Event::FlowStart(id));
@@ -317,7 +316,6 @@ impl Simulation {
             start_snapshot_taken: true,
             end_snapshot_taken: true,
             epoch,
-            sampled: false,
             web: Some(WebSlot { record, size: arrival.size }),
         };
         if (slot as usize) < self.flows.len() {

@@ -80,8 +80,6 @@ struct Flow {
     start_snapshot_taken: bool,
     end_snapshot_taken: bool,
     epoch: u16,
-    /// Configured flows are sampled into time series; web flows are not.
-    sampled: bool,
     web: Option<WebSlot>,
 }
 
@@ -345,8 +343,9 @@ impl Simulation {
                     return;
                 }
                 // A flow's window opens when its first data packet can arrive; take
-                // the start snapshot lazily for flows that start after warmup.
-                if !f.start_snapshot_taken && now >= f.window_start && f.sampled {
+                // the start snapshot lazily for flows that start after warmup (web
+                // flows have no window: theirs is marked taken).
+                if !f.start_snapshot_taken && now >= f.window_start {
                     Self::snapshot_start(f);
                 }
                 if pkt.is_data() {
