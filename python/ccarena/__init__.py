@@ -14,12 +14,7 @@ Sweeps (``ccarena sweep FILE``) store their runs in a results directory;
 DataFrames.
 """
 
-from importlib.metadata import PackageNotFoundError, version as _pkg_version
-
-try:
-    __version__ = _pkg_version("ccarena")
-except PackageNotFoundError:  # running from a source tree
-    __version__ = "0.0.0+local"
+from .version import __version__
 
 # The public names are imported on first use, so that light users (the sweep
 # workers, which only need the engine) do not pay for pandas and DuckDB.

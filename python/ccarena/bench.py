@@ -12,7 +12,8 @@ import statistics
 import time
 from typing import Any
 
-from . import __version__, _engine
+from . import _engine
+from .version import __version__
 from .scenario import load_scenario
 
 __all__ = ["bench"]

@@ -72,17 +72,22 @@ _REGISTRY: dict[str, type[CongestionControl]] = {}
 
 
 def register_cca(cls: type[CongestionControl]) -> type[CongestionControl]:
-    """Makes a Python algorithm available to scenarios under ``cls.name``. Usable as a decorator."""
+    """Makes a Python algorithm available to scenarios under ``cls.name``. Usable as a decorator.
+
+    A class that is not a usable algorithm (not a subclass, no name, no
+    cong_avoid or cong_control) is a programming error: ``TypeError``. A name
+    that a built-in algorithm has is a ``ScenarioError`` (scenarios could not
+    tell the two apart)."""
     from .scenario import ScenarioError, cca_catalogue
 
     if not (inspect.isclass(cls) and issubclass(cls, CongestionControl)):
-        raise ScenarioError("cca", f"{cls!r} is not a subclass of ccarena.CongestionControl")
+        raise TypeError(f"{cls!r} is not a subclass of ccarena.CongestionControl")
     if not cls.name or not isinstance(cls.name, str):
-        raise ScenarioError("cca", f"{cls.__name__} needs a `name`")
+        raise TypeError(f"{cls.__name__} needs a `name`")
+    if not (hasattr(cls, "cong_avoid") or hasattr(cls, "cong_control")):
+        raise TypeError(f"{cls.name} must define cong_avoid or cong_control")
     if cls.name in {c["name"] for c in cca_catalogue()}:
         raise ScenarioError("cca", f"{cls.name!r} is the name of a built-in algorithm; choose another")
-    if not (hasattr(cls, "cong_avoid") or hasattr(cls, "cong_control")):
-        raise ScenarioError("cca", f"{cls.name} must define cong_avoid or cong_control")
     _REGISTRY[cls.name] = cls
     return cls
 
@@ -118,7 +123,10 @@ def load_cca_file(path: str | Path) -> list[str]:
     names = []
     for obj in vars(module).values():
         if inspect.isclass(obj) and issubclass(obj, CongestionControl) and obj is not CongestionControl and obj.name:
-            register_cca(obj)
+            try:
+                register_cca(obj)
+            except TypeError as e:  # a mistake in the user's file, reported like a scenario error
+                raise ScenarioError("cca_files", f"{path}: {e}") from None
             names.append(obj.name)
     if not names:
         raise ScenarioError("cca_files", f"{path}: defines no ccarena.CongestionControl subclass with a name")

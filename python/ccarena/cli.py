@@ -19,11 +19,9 @@ from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
-from . import __version__
-from .executors import ExecutorError
-from .linux.host import LinuxBackendUnavailable
-from .scenario import BACKENDS, ScenarioError, cca_catalogue, load_scenario, parse_override
-from .store import StoreError
+from .version import __version__
+from .errors import CcarenaError, UsageError
+from .scenario import BACKENDS, cca_catalogue, load_scenario, parse_override
 
 app = typer.Typer(
     add_completion=False,
@@ -37,10 +35,6 @@ app.add_typer(list_app, name="list")
 # Tables stay readable when the output is piped (no terminal width to follow).
 out = Console() if sys.stdout.isatty() else Console(width=140)
 err = Console(stderr=True, soft_wrap=True)
-
-
-class UsageError(Exception):
-    """Bad input detected by the CLI itself (exit status 2)."""
 
 
 def _overrides(sets: Optional[List[str]]) -> dict:
@@ -607,16 +601,8 @@ def main(argv: Optional[List[str]] = None) -> None:
             if rc == 130:
                 err.print("interrupted")
             sys.exit(rc)
-    except ScenarioError as e:
-        err.print(f"[red]error:[/red] {e}", highlight=False, soft_wrap=True)
-        sys.exit(2)
-    except (UsageError, LinuxBackendUnavailable) as e:
-        err.print(f"[red]error:[/red] {e}", highlight=False, soft_wrap=True)
-        sys.exit(2)
-    except StoreError as e:
-        err.print(f"[red]error:[/red] {e}", highlight=False, soft_wrap=True)
-        sys.exit(2)
-    except ExecutorError as e:
+    except CcarenaError as e:
+        # Escaped: messages quote scenario syntax such as [sweep], which is not markup.
         err.print(f"[red]error:[/red] {escape(str(e))}", highlight=False, soft_wrap=True)
         sys.exit(2)
     except typer.Exit as e:

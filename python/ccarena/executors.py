@@ -26,11 +26,10 @@ import time
 import traceback
 from typing import Any, Callable, Iterator
 
+from .errors import ExecutorError
+
 __all__ = ["execute_task", "LocalExecutor", "DaskExecutor", "Task", "ExecutorError"]
 
-
-class ExecutorError(RuntimeError):
-    """The executor cannot start (e.g. no Dask scheduler at the address given)."""
 
 Task = dict  # {"run_id": str, "engine_json": str, "duration_s": float}
 

@@ -26,7 +26,7 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from . import __version__
+from .version import __version__
 from .figures import (
     default_figure_specs,
     fct_figure_spec,

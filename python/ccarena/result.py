@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from . import __version__
+from .version import __version__
 from .metrics import goodput_capacity_bps, jain_index, link_rates_bps, throughput_ratio, web_metrics
 from .scenario import Scenario
 

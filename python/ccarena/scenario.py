@@ -20,18 +20,10 @@ from typing import Any
 
 from . import _engine
 from . import traffic
+from .errors import ScenarioError
 from .units import UnitError, parse_buffer, parse_duration, parse_rate, parse_size
 
 __all__ = ["ScenarioError", "Scenario", "load_scenario", "cca_catalogue", "apply_overrides"]
-
-
-class ScenarioError(ValueError):
-    """An invalid scenario. ``field`` is the dotted path of the offending field."""
-
-    def __init__(self, field: str, message: str):
-        self.field = field
-        self.message = message
-        super().__init__(f"{field}: {message}" if field else message)
 
 
 _TOP_KEYS = {

@@ -33,7 +33,8 @@ from typing import Any, Iterable
 import numpy as np
 import pandas as pd
 
-from . import __version__
+from .version import __version__
+from .errors import StoreError
 from .metrics import flow_metrics, mean_ci, run_metrics
 from .scenario import Scenario, dump_toml
 
@@ -102,10 +103,6 @@ _SHORT_FLOW_COLUMNS = [
 _UDP_COLUMNS = [
     "run_id", "source", "label", "direction", "rate_mbps", "throughput_mbps", "sent_packets", "received_packets", "loss_rate",
 ]
-
-
-class StoreError(RuntimeError):
-    """The results directory cannot be used (missing, locked by a running sweep, newer schema)."""
 
 
 def _now() -> datetime:

@@ -21,7 +21,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import __version__
+from .version import __version__
 from .scenario import Scenario, ScenarioError, apply_overrides, cca_catalogue
 from .units import UnitError, parse_buffer, parse_duration, parse_rate
 

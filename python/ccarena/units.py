@@ -10,6 +10,8 @@ from __future__ import annotations
 import math
 import re
 
+from .errors import UnitError
+
 __all__ = [
     "UnitError",
     "parse_duration",
@@ -20,10 +22,6 @@ __all__ = [
     "format_rate",
     "format_size",
 ]
-
-
-class UnitError(ValueError):
-    """A value that is not a valid quantity."""
 
 
 _NUMBER = r"([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)"

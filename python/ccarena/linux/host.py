@@ -18,6 +18,8 @@ import signal
 import subprocess
 from pathlib import Path
 
+from ..errors import BackendUnavailable
+
 __all__ = [
     "LinuxBackendUnavailable",
     "check_host",
@@ -38,7 +40,7 @@ _AVAILABLE = Path("/proc/sys/net/ipv4/tcp_available_congestion_control")
 BPF_MAP_PREFIX = "ccarena_"
 
 
-class LinuxBackendUnavailable(RuntimeError):
+class LinuxBackendUnavailable(BackendUnavailable):
     """The linux backend cannot run here (no root, no namespaces, missing tools)."""
 
 
