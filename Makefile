@@ -19,7 +19,7 @@ setup: $(VENV)/.deps linux-tools
 # linux/bin directory. Built when their tools are present (gcc with
 # libnetfilter-queue-dev; clang, bpftool and libbpf-dev with a kernel that has
 # BTF); otherwise skipped with a note, and the simulator works as before.
-LINUX_BIN := python/ccarena/linux/bin
+LINUX_BIN := python/ccarena/backends/linux/bin
 BPF_SRC   := $(wildcard bpf/*.bpf.c)
 BPF_OBJ   := $(patsubst bpf/%.bpf.c,$(LINUX_BIN)/%.bpf.o,$(BPF_SRC))
 BPF_ARCH  := $(shell uname -m | sed -e s/x86_64/x86/ -e s/aarch64/arm64/)

@@ -20,9 +20,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from ccarena.linux.cleanup import cleanup
-from ccarena.linux.host import DELAY_BIN, check_host, popen
-from ccarena.linux.topology import Dumbbell, receiver_addr
+from ccarena.backends.linux.cleanup import cleanup
+from ccarena.backends.linux.host import DELAY_BIN, check_host, popen
+from ccarena.backends.linux.topology import Dumbbell, receiver_addr
 
 PROBE = r"""
 import socket, sys, time, json

@@ -6,7 +6,7 @@ import json
 import os
 import signal
 
-from ccarena.executors import execute_task
+from ccarena.experiments.executors import execute_task
 
 RAISE_SEED = 11
 KILL_SEED = 12

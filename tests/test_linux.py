@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from ccarena.linux.host import LinuxBackendUnavailable, bpf_ccas, check_host, kernel_ccas, linux_cca_names
-from ccarena.linux.sampling import parse_ss
-from ccarena.linux.topology import parse_netstat
-from ccarena.scenario import Scenario, ScenarioError
+from ccarena.backends.linux.host import LinuxBackendUnavailable, bpf_ccas, check_host, kernel_ccas, linux_cca_names
+from ccarena.backends.linux.sampling import parse_ss
+from ccarena.backends.linux.topology import parse_netstat
+from ccarena.scenario.model import Scenario, ScenarioError
 from conftest import cli
 
 
@@ -70,7 +70,7 @@ def test_linux_algorithms_are_validated_for_the_linux_backend():
 
 
 def test_linux_backend_refuses_an_aqm():
-    from ccarena.linux.backend import check_scenario
+    from ccarena.backends.linux.backend import check_scenario
 
     sc = Scenario.from_dict({**BASE, "network": {**BASE["network"], "qdisc": "fq_codel"}}, backend="linux")
     with pytest.raises(ScenarioError) as e:
@@ -148,7 +148,7 @@ def _ours(pid: int) -> list[str]:
 
 def _dead_owners() -> list[str]:
     """ccarena namespaces whose owner process is gone."""
-    from ccarena.linux.cleanup import our_namespaces, owner_alive, owner_pid
+    from ccarena.backends.linux.cleanup import our_namespaces, owner_alive, owner_pid
 
     return [ns for ns in our_namespaces() if not owner_alive(owner_pid(ns))]
 
@@ -156,7 +156,7 @@ def _dead_owners() -> list[str]:
 def _stray_helpers() -> list[str]:
     """iperf3 or delay processes outside the host's namespace and outside the
     namespaces of live runs (another run may be going on concurrently)."""
-    from ccarena.linux.cleanup import our_namespaces, owner_alive, owner_pid
+    from ccarena.backends.linux.cleanup import our_namespaces, owner_alive, owner_pid
 
     mine = os.readlink("/proc/self/ns/net")
     live = set()

@@ -3,7 +3,7 @@ import math
 import numpy as np
 import pytest
 
-from ccarena import metrics as m
+from ccarena.results import metrics as m
 
 
 def test_fairness_indices_at_their_extremes():

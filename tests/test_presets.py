@@ -5,13 +5,13 @@ written without any change here."""
 
 import pytest
 
-from ccarena.units import parse_duration
+from ccarena.scenario.units import parse_duration
 
 import ccarena
-from ccarena.presets import preset_catalogue, preset_doc, preset_names
-from ccarena.scenario import cca_catalogue
-from ccarena.sweep import expand, parse_sweep
-from ccarena.runner import missing_features
+from ccarena.scenario.presets import preset_catalogue, preset_doc, preset_names
+from ccarena.scenario.model import cca_catalogue
+from ccarena.experiments.sweep import expand, parse_sweep
+from ccarena.experiments.runner import missing_features
 
 AVAILABLE = {c["name"] for c in cca_catalogue()}
 SHORT = "2s"
@@ -47,7 +47,7 @@ def _substitute(doc: dict) -> tuple[dict, set]:
 
 
 # Algorithms other issues are adding; a preset naming anything else is a typo.
-from ccarena.sweep import PLANNED_CCAS as KNOWN_FUTURE  # noqa: E402
+from ccarena.experiments.sweep import PLANNED_CCAS as KNOWN_FUTURE  # noqa: E402
 
 
 def test_every_preset_has_description_and_source():
@@ -97,7 +97,7 @@ def test_preset_runs_every_grid_point(name, capsys):
 
 
 def test_quick_modes_are_shorter():
-    from ccarena.sweep import apply_quick
+    from ccarena.experiments.sweep import apply_quick
 
     for name in preset_names():
         doc = preset_doc(name)

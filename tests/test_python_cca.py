@@ -12,7 +12,7 @@ EXAMPLES = Path(__file__).parent.parent / "examples"
 def registered():
     ccarena.load_cca_file(EXAMPLES / "python_reno.py")
     yield
-    ccarena.cca.unregister_cca("py-reno")
+    ccarena.backends.cca.unregister_cca("py-reno")
 
 
 def scenario(cca):
@@ -51,7 +51,7 @@ def test_errors_in_python_hooks_are_reported():
         with pytest.raises(RuntimeError, match="broken.cong_avoid: ValueError: boom"):
             ccarena.run(scenario("broken"))
     finally:
-        ccarena.cca.unregister_cca("broken")
+        ccarena.backends.cca.unregister_cca("broken")
 
 
 def test_parameters_and_bad_classes():
@@ -71,7 +71,7 @@ def test_parameters_and_bad_classes():
         with pytest.raises(ccarena.ScenarioError, match="unknown parameter 'gian'"):
             ccarena.run(d, overrides={"run.duration": "2s", "run.warmup": "0s"})
     finally:
-        ccarena.cca.unregister_cca("with-param")
+        ccarena.backends.cca.unregister_cca("with-param")
     with pytest.raises(ccarena.ScenarioError, match="built-in"):
 
         class Clash(ccarena.CongestionControl):

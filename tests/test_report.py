@@ -10,9 +10,9 @@ import tempfile
 import pytest
 
 import ccarena
-from ccarena.executors import LocalExecutor
-from ccarena.report import write_report
-from ccarena.runner import run_sweep
+from ccarena.experiments.executors import LocalExecutor
+from ccarena.present.report import write_report
+from ccarena.experiments.runner import run_sweep
 
 SWEEP = """
 name = "mini"
@@ -112,7 +112,7 @@ def test_report_renders_in_headless_chromium(results, tmp_path):
 
 
 def test_figures_from_the_results(results, tmp_path):
-    from ccarena import figures
+    from ccarena.present import figures
 
     res = ccarena.load(results)
     pts = res.points("mini")

@@ -26,7 +26,7 @@ def test_reproduce(tmp_path, name, y):
     res = ccarena.load(tmp_path / "res")
     eid = f"{name}@quick"
     runs = res.runs[res.runs.experiment_id == eid]
-    from ccarena.presets import preset_doc
+    from ccarena.scenario.presets import preset_doc
 
     reps = preset_doc(name)["sweep"]["quick"]["repetitions"] if FULL else 2
     assert len(runs) == 20 * reps

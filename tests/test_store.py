@@ -14,8 +14,8 @@ import pandas as pd
 import pytest
 
 import ccarena
-from ccarena.executors import LocalExecutor
-from ccarena.runner import run_sweep
+from ccarena.experiments.executors import LocalExecutor
+from ccarena.experiments.runner import run_sweep
 from conftest import cli
 
 SWEEP = """
@@ -60,9 +60,9 @@ def db_runs(d):
 @pytest.fixture(autouse=True)
 def planned_algorithm(monkeypatch):
     """A planned algorithm the engine lacks, so that skipped runs are exercised."""
-    import ccarena.sweep
+    import ccarena.experiments.sweep
 
-    monkeypatch.setattr(ccarena.sweep, "PLANNED_CCAS", frozenset({"future-cca"}))
+    monkeypatch.setattr(ccarena.experiments.sweep, "PLANNED_CCAS", frozenset({"future-cca"}))
 
 
 def test_sweep_stores_runs_and_resumes(tmp_path):

@@ -2,8 +2,8 @@ import copy
 
 import pytest
 
-from ccarena.scenario import ScenarioError
-from ccarena.sweep import apply_quick, expand, parse_sweep, run_id_for
+from ccarena.scenario.model import ScenarioError
+from ccarena.experiments.sweep import apply_quick, expand, parse_sweep, run_id_for
 
 BASE = {
     "name": "t",
@@ -58,9 +58,9 @@ def test_seeds_list_and_quick():
 
 
 def test_algorithms_the_engine_lacks_are_skipped_with_a_reason(monkeypatch):
-    import ccarena.sweep
+    import ccarena.experiments.sweep
 
-    monkeypatch.setattr(ccarena.sweep, "PLANNED_CCAS", frozenset({"future-cca"}))
+    monkeypatch.setattr(ccarena.experiments.sweep, "PLANNED_CCAS", frozenset({"future-cca"}))
     specs = expand(doc({"cca": ["cubic", "future-cca"]}))
     assert specs[0].skip_reason is None
     assert specs[1].skip_reason == "future-cca not in this engine yet"
@@ -115,7 +115,7 @@ def test_start_jitter_differs_by_seed_and_is_reproducible():
 
 
 def test_identical_repetitions_are_detected():
-    from ccarena.sweep import repetitions_identical
+    from ccarena.experiments.sweep import repetitions_identical
 
     no_jitter = doc({"repetitions": 2})
     no_jitter["run"]["start_jitter"] = "0s"

@@ -7,9 +7,9 @@ import math
 import pytest
 
 import ccarena
-from ccarena.scenario import Scenario, ScenarioError
-from ccarena.traffic import BACKGROUNDS, resolve_dist, sample_dist, trace_names
-from ccarena.units import parse_duration
+from ccarena.scenario.model import Scenario, ScenarioError
+from ccarena.scenario.traffic import BACKGROUNDS, resolve_dist, sample_dist, trace_names
+from ccarena.scenario.units import parse_duration
 
 BASE = {
     "network": {"bottleneck_rate": "100Mbps", "buffer": "1bdp"},
@@ -189,8 +189,8 @@ def test_the_linux_backend_refuses_what_only_the_simulator_models():
 
 
 def test_sweep_shorthands_leave_background_tables_alone_and_sweeps_round_trip_as_toml():
-    from ccarena.scenario import dump_toml
-    from ccarena.sweep import expand
+    from ccarena.scenario.model import dump_toml
+    from ccarena.experiments.sweep import expand
 
     d = copy.deepcopy(BASE)
     d["flows"].append({"cca": "reno", "rtt": "30ms", "background": True})

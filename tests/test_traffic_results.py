@@ -10,10 +10,10 @@ import pandas as pd
 import pytest
 
 import ccarena
-from ccarena import metrics as m
-from ccarena.executors import LocalExecutor
-from ccarena.runner import run_sweep
-from ccarena.store import SCHEMA_VERSION, Store, StoreError
+from ccarena.results import metrics as m
+from ccarena.experiments.executors import LocalExecutor
+from ccarena.experiments.runner import run_sweep
+from ccarena.results.store import SCHEMA_VERSION, Store, StoreError
 
 # Table 0 is background, so the tables under study are 1 (CUBIC) and 2 (Reno);
 # the background flows' long RTT gives them far less throughput, so Jain's
@@ -247,7 +247,7 @@ def test_newer_schema_is_refused(web_results, tmp_path):
 
 
 def test_fct_and_timeseries_figures(tmp_path):
-    from ccarena import figures
+    from ccarena.present import figures
 
     r = _run(tmp_path, WEB)
     rates = {k: v / 1e6 for k, v in m.link_rates_bps(r.record).items()}
@@ -263,7 +263,7 @@ def test_fct_and_timeseries_figures(tmp_path):
 
 
 def test_report_shows_web_flows(web_results, tmp_path):
-    from ccarena.report import write_report
+    from ccarena.present.report import write_report
 
     index = write_report(web_results, tmp_path / "report")
     page = index.parent / "webtest" / "index.html"
@@ -287,7 +287,7 @@ def test_cli_prints_web_and_udp(tmp_path):
     assert "web flows" in p.stdout and "median FCT" in p.stdout and "UDP" in p.stdout and "background flows (1)" in p.stdout
     for name in ("short_flows", "udp", "udp_timeseries", "reverse_queue"):
         assert (tmp_path / "run" / f"{name}.parquet").exists(), name
-    from ccarena.result import load_result
+    from ccarena.results.result import load_result
 
     saved = load_result(tmp_path / "run")
     assert len(saved.short_flows) == len(pd.read_parquet(tmp_path / "run" / "short_flows.parquet"))

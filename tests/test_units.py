@@ -1,6 +1,6 @@
 import pytest
 
-from ccarena.units import UnitError, parse_buffer, parse_duration, parse_rate, parse_size
+from ccarena.scenario.units import UnitError, parse_buffer, parse_duration, parse_rate, parse_size
 
 
 @pytest.mark.parametrize("text,ns", [("82ms", 82_000_000), ("1.5s", 1_500_000_000), ("200us", 200_000), ("2min", 120_000_000_000), (0, 0), ("0", 0)])

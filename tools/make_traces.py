@@ -1,4 +1,4 @@
-"""Writes the synthetic rate traces shipped in python/ccarena/traces (Mahimahi
+"""Writes the synthetic rate traces shipped in python/ccarena/scenario/traces (Mahimahi
 format: one delivery opportunity of 1500 bytes per line, in milliseconds since
 the start; the trace loops with the last timestamp as its period).
 
@@ -14,7 +14,7 @@ import math
 import random
 from pathlib import Path
 
-OUT = Path(__file__).resolve().parent.parent / "python" / "ccarena" / "traces"
+OUT = Path(__file__).resolve().parent.parent / "python" / "ccarena" / "scenario" / "traces"
 PACKET_BITS = 1500 * 8
 
 

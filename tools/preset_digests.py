@@ -21,7 +21,7 @@ import json
 import sys
 
 import ccarena
-from ccarena.presets import preset_names
+from ccarena.scenario.presets import preset_names
 
 BACKGROUND_PRESETS = ("cubic-fig8-intra-fairness", "cubic-fig9-inter-rtt-fairness")
 

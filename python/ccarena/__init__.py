@@ -19,19 +19,19 @@ from .version import __version__
 # The public names are imported on first use, so that light users (the sweep
 # workers, which only need the engine) do not pay for pandas and DuckDB.
 _LAZY = {
-    "run": ".api",
-    "RunResult": ".result",
-    "load_result": ".result",
-    "load": ".store",
-    "Results": ".store",
-    "Scenario": ".scenario",
-    "ScenarioError": ".scenario",
-    "load_scenario": ".scenario",
-    "cca_catalogue": ".scenario",
-    "CongestionControl": ".cca",
-    "register_cca": ".cca",
-    "registered_ccas": ".cca",
-    "load_cca_file": ".cca",
+    "run": ".backends.sim",
+    "RunResult": ".results.result",
+    "load_result": ".results.result",
+    "load": ".results.store",
+    "Results": ".results.store",
+    "Scenario": ".scenario.model",
+    "ScenarioError": ".errors",
+    "load_scenario": ".scenario.model",
+    "cca_catalogue": ".scenario.model",
+    "CongestionControl": ".backends.cca",
+    "register_cca": ".backends.cca",
+    "registered_ccas": ".backends.cca",
+    "load_cca_file": ".backends.cca",
 }
 
 __all__ = [*_LAZY, "__version__"]

@@ -21,7 +21,7 @@ from rich.table import Table
 
 from .version import __version__
 from .errors import CcarenaError, UsageError
-from .scenario import BACKENDS, cca_catalogue, load_scenario, parse_override
+from .scenario.model import BACKENDS, cca_catalogue, load_scenario, parse_override
 
 app = typer.Typer(
     add_completion=False,
@@ -69,8 +69,8 @@ def run(
     cca_files: Optional[List[Path]] = typer.Option(None, "--cca-file", help="Python file defining congestion control classes (repeatable)."),
 ) -> None:
     """Run one scenario and print per-flow results."""
-    from .api import run as run_scenario
-    from .cca import load_cca_file
+    from .backends.sim import run as run_scenario
+    from .backends.cca import load_cca_file
 
     for f in cca_files or []:
         load_cca_file(f)
@@ -86,7 +86,7 @@ def run(
         task = bar.add_task(sc.name, total=sc.engine["run"]["duration"] / 1e9)
         progress = lambda done, total: bar.update(task, completed=done)  # noqa: E731
         if backend == "linux":
-            from .linux import run_linux
+            from .backends.linux import run_linux
 
             result = run_linux(sc, progress=progress)
         else:
@@ -173,7 +173,7 @@ def _traffic_line(result) -> str:
         else:
             parts.append("web flows: none started after warm-up")
     if "udp_throughput_mbps" in s:
-        from .metrics import udp_metrics
+        from .results.metrics import udp_metrics
 
         n, loss = len(result.udp), udp_metrics(result.udp)["udp_loss_rate"]
         parts.append(f"UDP [bold]{s['udp_throughput_mbps']:.2f} Mbps[/bold] received ({n} source{'s' if n != 1 else ''}, loss {loss:.2%})")
@@ -190,7 +190,7 @@ def bench(
 ) -> None:
     """Time the engine on the fixed benchmark scenarios: 400 Mbps with 2 CUBIC flows, and the same with
     24 background flows and web traffic both ways (60 s simulated each)."""
-    from .bench import bench as run_bench
+    from .experiments.bench import bench as run_bench
 
     results = [run_bench(s, repeat=repeat) for s in (scenarios or ["bench", "bench-background"])]
     if as_json:
@@ -231,7 +231,7 @@ def _sweep_progress(enabled: bool):
 
 
 def _make_executor(jobs: Optional[int], dask: Optional[str]):
-    from .executors import DaskExecutor, LocalExecutor
+    from .experiments.executors import DaskExecutor, LocalExecutor
 
     if jobs is not None and jobs < 1:
         raise UsageError(f"--jobs: must be at least 1, got {jobs}")
@@ -241,7 +241,7 @@ def _make_executor(jobs: Optional[int], dask: Optional[str]):
 
 
 def _warn_requirements(doc: dict) -> None:
-    from .runner import missing_features
+    from .experiments.runner import missing_features
 
     missing = missing_features(doc)
     if missing:
@@ -251,11 +251,11 @@ def _warn_requirements(doc: dict) -> None:
 
 def _run_sweep_cli(scenario: str, results_dir: Path, jobs, dask, sets, quick: bool, repetitions, name, retry_failed: bool, quiet: bool):
     """Shared by `sweep` and `reproduce`: runs the sweep with a progress bar; returns the outcome."""
-    from .runner import prepare, run_sweep
-    from .figures import validate_figure_specs
+    from .experiments.runner import prepare, run_sweep
+    from .present.figures import validate_figure_specs
 
-    from .runner import _load_doc
-    from .sweep import parse_sweep
+    from .experiments.runner import _load_doc
+    from .experiments.sweep import parse_sweep
 
     overrides = _overrides(sets)
     sw = parse_sweep(_load_doc(scenario))
@@ -263,7 +263,7 @@ def _run_sweep_cli(scenario: str, results_dir: Path, jobs, dask, sets, quick: bo
     doc, specs = prepare(scenario, overrides, quick, repetitions)
     validate_figure_specs(doc.get("figures"))
     _warn_requirements(doc)
-    from .sweep import repetitions_identical
+    from .experiments.sweep import repetitions_identical
 
     if repetitions_identical(specs):
         err.print("[yellow]warning:[/yellow] the repetitions will be identical runs (nothing in the scenario is random); "
@@ -311,8 +311,8 @@ def _run_sweep_cli(scenario: str, results_dir: Path, jobs, dask, sets, quick: bo
 
 
 def _points_table(res, experiment_id: str, title: str) -> Table:
-    from .figures import short_label
-    from .report import experiment_shape, key_metrics
+    from .present.figures import short_label
+    from .present.report import experiment_shape, key_metrics
 
     runs = res.runs[res.runs.experiment_id == experiment_id]
     ok = runs[runs.status == "ok"]
@@ -369,7 +369,7 @@ def sweep(
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object with the counts instead of tables."),
 ) -> None:
     """Run a scenario's sweep (grid x repetitions) into a results directory; resumable."""
-    from .store import load
+    from .results.store import load
 
     doc, outcome = _run_sweep_cli(scenario, results_dir, jobs, dask, sets, quick, repetitions, name, not keep_failed, as_json)
     if as_json:
@@ -391,7 +391,7 @@ def results(
     recompute: bool = typer.Option(False, "--recompute", help="Recompute every metric from the stored raw records first."),
 ) -> None:
     """Summarise a results directory: experiments, runs, metrics per grid point."""
-    from .store import Store, load
+    from .results.store import Store, load
 
     if not directory.exists():
         raise UsageError(f"{directory}: no such results directory")
@@ -435,7 +435,7 @@ def report(
     experiment: Optional[List[str]] = typer.Option(None, "--experiment", "-e", help="Only these experiments (repeatable)."),
 ) -> None:
     """Write a static HTML report (figures, metrics tables, scenarios) of a results directory."""
-    from .report import write_report
+    from .present.report import write_report
 
     if per_run not in ("first", "all", "none"):
         raise UsageError(f"--per-run: unknown value {per_run!r}; allowed: first, all, none")
@@ -462,9 +462,9 @@ def reproduce(
     ),
 ) -> None:
     """Run an experiment's sweep, store the results, draw its figures and write the report."""
-    from .report import write_report
-    from .store import load
-    from .traffic import BACKGROUNDS
+    from .present.report import write_report
+    from .results.store import load
+    from .scenario.traffic import BACKGROUNDS
 
     if per_run not in ("first", "all", "none"):
         raise UsageError(f"--per-run: unknown value {per_run!r}; allowed: first, all, none")
@@ -489,7 +489,7 @@ def reproduce(
 
 
 def _report_slug(eid: str) -> str:
-    from .report import _slug
+    from .present.report import _slug
 
     return _slug(eid)
 
@@ -515,7 +515,7 @@ def list_ccas(as_json: bool = typer.Option(False, "--json")) -> None:
 @list_app.command("experiments")
 def list_experiments(as_json: bool = typer.Option(False, "--json")) -> None:
     """Shipped scenarios (presets) with what they show and where they come from."""
-    from .presets import preset_catalogue
+    from .scenario.presets import preset_catalogue
 
     cat = preset_catalogue()
     if as_json:
@@ -537,8 +537,8 @@ def cleanup(
     everything: bool = typer.Option(False, "--all", help="Also remove what live runs own (stops them)."),
 ) -> None:
     """Remove what killed linux-backend runs left behind (namespaces, processes, BPF algorithms)."""
-    from .linux.cleanup import cleanup as do_cleanup
-    from .linux.host import check_root
+    from .backends.linux.cleanup import cleanup as do_cleanup
+    from .backends.linux.host import check_root
 
     check_root()
     r = do_cleanup(everything=everything)
@@ -561,7 +561,7 @@ def validate(
     as_json: bool = typer.Option(False, "--json", help="Print the table as JSON."),
 ) -> None:
     """Run a validation set on the simulator and on this machine's kernel, and compare."""
-    from .validate import METRICS, VALIDATION_SETS, run_validation
+    from .experiments.crosscheck import METRICS, VALIDATION_SETS, run_validation
 
     if set_name not in VALIDATION_SETS:
         raise UsageError(f"--set: unknown validation set {set_name!r}; allowed: {', '.join(VALIDATION_SETS)}")
@@ -573,7 +573,7 @@ def validate(
     t = Table(title=f"validate {set_name}: simulator vs kernel ({VALIDATION_SETS[set_name].description})", title_justify="left", box=box.SIMPLE_HEAVY)
     for col in ("case", "metric", "sim", "kernel", "kernel min-max", "sim - kernel", "> spread", "sim, kernel's starts"):
         t.add_column(col, justify="left" if col in ("case", "metric") else "right")
-    from .validate import _fmt, fmt_diff
+    from .experiments.crosscheck import _fmt, fmt_diff
 
     for _, r in table.iterrows():
         m = r.metric

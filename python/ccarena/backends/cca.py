@@ -78,7 +78,7 @@ def register_cca(cls: type[CongestionControl]) -> type[CongestionControl]:
     cong_avoid or cong_control) is a programming error: ``TypeError``. A name
     that a built-in algorithm has is a ``ScenarioError`` (scenarios could not
     tell the two apart)."""
-    from .scenario import ScenarioError, cca_catalogue
+    from ..scenario.model import ScenarioError, cca_catalogue
 
     if not (inspect.isclass(cls) and issubclass(cls, CongestionControl)):
         raise TypeError(f"{cls!r} is not a subclass of ccarena.CongestionControl")
@@ -102,7 +102,7 @@ def registered_ccas() -> dict[str, type[CongestionControl]]:
 
 def load_cca_file(path: str | Path) -> list[str]:
     """Imports a Python file and registers every CongestionControl subclass defined in it."""
-    from .scenario import ScenarioError
+    from ..scenario.model import ScenarioError
 
     p = Path(path)
     if not p.is_file():

@@ -18,7 +18,7 @@ import signal
 import subprocess
 from pathlib import Path
 
-from ..errors import BackendUnavailable
+from ...errors import BackendUnavailable
 
 __all__ = [
     "LinuxBackendUnavailable",

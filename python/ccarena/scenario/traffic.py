@@ -49,7 +49,7 @@ _UNITLESS = {"alpha", "sigma", "mu", "tail"}
 
 
 def _err(field: str, message: str):
-    from .scenario import ScenarioError
+    from .model import ScenarioError
 
     return ScenarioError(field, message)
 
@@ -296,7 +296,7 @@ def _setting(t: Any, where: str) -> dict:
     if "delay" in t:
         out["delay"] = _unit(parse_duration, t["delay"], f"{where}.delay")
     if "loss" in t:
-        from .scenario import _resolve_loss
+        from .model import _resolve_loss
 
         out["loss"] = _resolve_loss(t["loss"], f"{where}.loss")
     if not out:

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 
 from .cleanup import remove_namespace
 from .host import sh
-from .options import FRAME_BYTES
+from ...scenario.linux_options import FRAME_BYTES
 
 __all__ = ["Dumbbell", "MAX_FLOWS", "receiver_addr"]
 

@@ -26,7 +26,7 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from .version import __version__
+from ..version import __version__
 from .figures import (
     default_figure_specs,
     fct_figure_spec,
@@ -38,8 +38,8 @@ from .figures import (
     stability_figure,
     sweep_figure,
 )
-from .metrics import web_metrics
-from .store import Results, load
+from ..results.metrics import web_metrics
+from ..results.store import Results, load
 
 __all__ = ["write_report", "key_metrics", "experiment_shape"]
 

@@ -35,8 +35,8 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from .api import run as run_sim
-from .scenario import Scenario, cca_catalogue
+from ..backends.sim import run as run_sim
+from ..scenario.model import Scenario, cca_catalogue
 
 __all__ = ["VALIDATION_SETS", "validation_cases", "run_validation", "METRICS"]
 
@@ -119,8 +119,8 @@ def run_validation(
     log: Callable[[str], None] = lambda s: None,
 ) -> tuple[pd.DataFrame, Path]:
     """Runs the set on both backends; returns the table and where it was stored."""
-    from .linux import run_linux
-    from .linux.host import check_host
+    from ..backends.linux import run_linux
+    from ..backends.linux.host import check_host
 
     check_host(need_delay=True)
     cases, reps = validation_cases(set_name, duration_s, repetitions)

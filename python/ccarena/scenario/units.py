@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import re
 
-from .errors import UnitError
+from ..errors import UnitError
 
 __all__ = [
     "UnitError",

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from .scenario import Scenario, ScenarioError, apply_overrides, load_scenario
-from .store import Store
+from ..scenario.model import Scenario, ScenarioError, apply_overrides, load_scenario
+from ..results.store import Store
 from .sweep import RunSpec, apply_quick, expand
 
 __all__ = ["run_sweep", "SweepOutcome", "prepare", "missing_features"]
@@ -65,7 +65,7 @@ def missing_features(doc: dict) -> list[str]:
     entry (traffic models, path dynamics) names a feature the scenario format
     does not have yet, so it is missing until the preset is updated to use it
     (and the entry removed)."""
-    from .scenario import cca_catalogue
+    from ..scenario.model import cca_catalogue
 
     req = doc.get("requires", [])
     if not isinstance(req, list):
@@ -111,7 +111,7 @@ def _load_doc(scenario) -> dict:
     # algorithm the engine lacks is still a valid sweep, so read the TOML directly.
     import tomllib
 
-    from .presets import preset_path
+    from ..scenario.presets import preset_path
 
     text = str(scenario)
     p = Path(text)

@@ -179,7 +179,7 @@ def _colors(n: int) -> list:
 
 def validate_figure_specs(specs: Any) -> list[dict]:
     """Checks a scenario's [[figures]] list; raises ScenarioError naming the field."""
-    from .scenario import ScenarioError
+    from ..scenario.model import ScenarioError
 
     if specs is None:
         return []
@@ -207,7 +207,7 @@ def validate_figure_specs(specs: Any) -> list[dict]:
 
 def default_figure_specs(axes: list[dict], n_flows: int) -> list[dict]:
     """Figures for a sweep that names none: key metrics against its first numeric axis."""
-    from .sweep import numeric
+    from ..experiments.sweep import numeric
 
     if not axes:
         return []
@@ -289,7 +289,7 @@ def _plain_log_ticks(axis) -> None:
 
 def _x_values(points: pd.DataFrame, x: str) -> tuple[np.ndarray, list[str] | None, str]:
     """Numeric x per point, tick labels for categorical x, and the axis label."""
-    from .sweep import numeric, unit_of
+    from ..experiments.sweep import numeric, unit_of
 
     if x in points.columns and not x.endswith("_ci95") and points[x].dtype != object and f"{x}_ci95" in points.columns:
         return points[x].to_numpy(dtype=float), None, metric_label(x)
@@ -384,7 +384,7 @@ def sweep_figure(points: pd.DataFrame, spec: dict, base: Path, title: str | None
 
 def stability_figure(points: pd.DataFrame, spec: dict, base: Path, interval_s: float = 0.1, title: str | None = None) -> list[Path]:
     """CoV of throughput against the averaging time scale, lines per `series`, panels per `panels`."""
-    from .metrics import COV_TIMESCALES_S
+    from ..results.metrics import COV_TIMESCALES_S
 
     plt = _plt()
     scales = [interval_s, *COV_TIMESCALES_S]
@@ -645,7 +645,7 @@ def run_fct_figure(short_flows: pd.DataFrame, base: Path, rates_mbps: dict[str, 
     from matplotlib.lines import Line2D
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-    from .metrics import goodput_capacity_bps
+    from ..results.metrics import goodput_capacity_bps
 
     plt = _plt()
     sf = short_flows[(short_flows.start_s >= start_s) & (short_flows.start_s < end_s)]

@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import _engine
+from .. import _engine
 from . import traffic
-from .errors import ScenarioError
+from ..errors import ScenarioError
 from .units import UnitError, parse_buffer, parse_duration, parse_rate, parse_size
 
 __all__ = ["ScenarioError", "Scenario", "load_scenario", "cca_catalogue", "apply_overrides"]
@@ -72,7 +72,7 @@ def cca_catalogue() -> list[dict[str, Any]]:
 
 
 def _cca_names() -> list[str]:
-    from .cca import registered_ccas
+    from ..backends.cca import registered_ccas
 
     return [c["name"] for c in cca_catalogue()] + sorted(registered_ccas())
 
@@ -247,7 +247,7 @@ def _resolve_tcp(table: Any, where: str, base: dict) -> dict:
 
 def _check_python_params(cca: str, params: dict, where: str) -> None:
     """Python algorithms check their own parameters when instantiated."""
-    from .cca import registered_ccas
+    from ..backends.cca import registered_ccas
 
     cls = registered_ccas().get(cca)
     if cls is None:
@@ -271,7 +271,7 @@ def _load_cca_files(doc: dict, base: Path | None) -> None:
     files = doc.get("cca_files", [])
     if not isinstance(files, list) or not all(isinstance(f, str) for f in files):
         raise ScenarioError("cca_files", "must be a list of Python file paths")
-    from .cca import load_cca_file
+    from ..backends.cca import load_cca_file
 
     for f in files:
         p = Path(f)
@@ -282,7 +282,7 @@ def _load_cca_files(doc: dict, base: Path | None) -> None:
 
 def _backend_ccas(backend: str) -> list[str]:
     if backend == "linux":
-        from .linux.host import linux_cca_names
+        from ..backends.linux.host import linux_cca_names
 
         return linux_cca_names()
     return _cca_names()
@@ -496,7 +496,7 @@ def resolve(doc: dict, backend: str = "sim", base: Path | None = None) -> dict:
         "web": web,
         "run": {"duration": duration, "warmup": warmup, "seed": seed, "sample_interval": interval, "start_jitter": start_jitter},
     }
-    from .cca import registered_ccas
+    from ..backends.cca import registered_ccas
 
     python_ccas = sorted({f["cca"] for f in engine_flows} & set(registered_ccas()))
     # The engine checks what it would run; algorithms only the kernel has are
@@ -513,7 +513,7 @@ def resolve(doc: dict, backend: str = "sim", base: Path | None = None) -> dict:
     engine["_groups"] = [f["_group"] for f in engine_flows]
     engine["_background"] = background
     engine["_python_ccas"] = python_ccas
-    from .linux.options import resolve_linux_options
+    from .linux_options import resolve_linux_options
 
     engine["_linux"] = resolve_linux_options(doc.get("linux", {}), rate)
     return engine
@@ -568,7 +568,7 @@ class Scenario:
 
     def python_ccas(self) -> dict:
         """The Python classes of the algorithms this scenario uses that are written in Python."""
-        from .cca import registered_ccas
+        from ..backends.cca import registered_ccas
 
         reg = registered_ccas()
         return {name: reg[name] for name in self.engine.get("_python_ccas", [])}

@@ -15,9 +15,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .version import __version__
+from ..version import __version__
 from .metrics import goodput_capacity_bps, jain_index, link_rates_bps, throughput_ratio, web_metrics
-from .scenario import Scenario
+from ..scenario.model import Scenario
 
 __all__ = ["RunResult", "load_result"]
 

@@ -25,8 +25,8 @@ def auto_burst(rate_bps: int) -> int:
 
 
 def resolve_linux_options(table: Any, rate_bps: int) -> dict:
-    from ..scenario import ScenarioError
-    from ..units import UnitError, parse_size
+    from .model import ScenarioError
+    from .units import UnitError, parse_size
 
     if not isinstance(table, dict):
         raise ScenarioError("linux", f"must be a table, got {table!r}")

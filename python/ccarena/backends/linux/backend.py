@@ -36,11 +36,11 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from ..result import RunResult
-from ..scenario import Scenario, ScenarioError, load_scenario
+from ...results.result import RunResult
+from ...scenario.model import Scenario, ScenarioError, load_scenario
 from .cleanup import cleanup, live_runs, registered_bpf, unregister_bpf
 from .host import DELAY_BIN, LinuxBackendUnavailable, bpf_ccas, check_host, has_netem, kernel_ccas, kernel_hz, popen, sh
-from .options import FRAME_BYTES
+from ...scenario.linux_options import FRAME_BYTES
 from .sampling import sample_flow
 from .topology import MAX_FLOWS, PORT, Dumbbell, receiver_addr
 

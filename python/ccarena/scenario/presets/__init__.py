@@ -36,8 +36,8 @@ def preset_doc(name: str) -> dict:
 
 def preset_catalogue() -> list[dict]:
     """Name, description, source, notes, run counts and what the engine lacks for every preset."""
-    from ..runner import missing_features
-    from ..sweep import parse_sweep, _available_ccas, _SHORTHANDS_CCA_FIELDS
+    from ...experiments.runner import missing_features
+    from ...experiments.sweep import parse_sweep, _available_ccas, _SHORTHANDS_CCA_FIELDS
 
     available = _available_ccas()
     out = []

@@ -26,7 +26,7 @@ import time
 import traceback
 from typing import Any, Callable, Iterator
 
-from .errors import ExecutorError
+from ..errors import ExecutorError
 
 __all__ = ["execute_task", "LocalExecutor", "DaskExecutor", "Task", "ExecutorError"]
 
@@ -38,7 +38,7 @@ _SLICES = 20
 
 def execute_task(task: Task, report: Callable[[float], None] | None = None) -> dict:
     """Runs one task in this process; returns {"run_id", "ok", "record_json" | "error", "wall_s"}."""
-    from . import _engine
+    from .. import _engine
 
     t0 = time.perf_counter()
     try:

@@ -21,9 +21,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from .version import __version__
-from .scenario import Scenario, ScenarioError, apply_overrides, cca_catalogue
-from .units import UnitError, parse_buffer, parse_duration, parse_rate
+from ..version import __version__
+from ..scenario.model import Scenario, ScenarioError, apply_overrides, cca_catalogue
+from ..scenario.units import UnitError, parse_buffer, parse_duration, parse_rate
 
 __all__ = ["Axis", "RunSpec", "Sweep", "expand", "parse_sweep", "run_id_for", "SHORTHANDS"]
 

@@ -12,9 +12,9 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from . import _engine
-from .result import RunResult
-from .scenario import Scenario, load_scenario
+from .. import _engine
+from ..results.result import RunResult
+from ..scenario.model import Scenario, load_scenario
 
 __all__ = ["run"]
 

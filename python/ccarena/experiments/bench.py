@@ -12,9 +12,9 @@ import statistics
 import time
 from typing import Any
 
-from . import _engine
-from .version import __version__
-from .scenario import load_scenario
+from .. import _engine
+from ..version import __version__
+from ..scenario.model import load_scenario
 
 __all__ = ["bench"]
 

@@ -33,10 +33,10 @@ from typing import Any, Iterable
 import numpy as np
 import pandas as pd
 
-from .version import __version__
-from .errors import StoreError
+from ..version import __version__
+from ..errors import StoreError
 from .metrics import flow_metrics, mean_ci, run_metrics
-from .scenario import Scenario, dump_toml
+from ..scenario.model import Scenario, dump_toml
 
 __all__ = ["Store", "Results", "load", "StoreError", "analyse", "DB_NAME", "SCHEMA_VERSION"]
 
@@ -131,7 +131,7 @@ def _json(v: Any) -> str:
 
 
 def _num(v: Any) -> float | None:
-    from .sweep import numeric
+    from ..experiments.sweep import numeric
 
     x = numeric(v)
     return None if x is None or (isinstance(x, float) and math.isnan(x)) else x
@@ -307,7 +307,7 @@ class Store:
 
     def register_experiment(self, experiment_id: str, name: str, variant: str, doc: dict, specs: list) -> None:
         """Creates or replaces an experiment and the list of runs it is made of (one transaction)."""
-        from .sweep import describe_axes
+        from ..experiments.sweep import describe_axes
 
         def tx():
             self.con.execute("DELETE FROM experiments WHERE experiment_id = ?", [experiment_id])
