@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 scenario="${1:-bench}"
 cargo build --release --quiet -p ccarena-sim --example run_config
 cfg=$(mktemp)
-.venv/bin/python -c "import sys; from ccarena.scenario.model import load_scenario; print(load_scenario(sys.argv[1]).engine_json())" "$scenario" > "$cfg"
+.venv/bin/python -c "import sys; from ccarena import load_scenario; print(load_scenario(sys.argv[1]).engine_json())" "$scenario" > "$cfg"
 out=$(mktemp)
 valgrind --tool=callgrind --callgrind-out-file="$out" ./target/release/examples/run_config < "$cfg" 2>&1 | grep -E "Collected|simulated"
 callgrind_annotate "$out" 2>/dev/null | grep -E "^ *[0-9,]+ .*(PROGRAM TOTALS|ccarena_sim|alloc::)" | head -15

@@ -6,16 +6,16 @@ import json
 import os
 import signal
 
-from ccarena.experiments.executors import execute_task
+from ccarena.experiments.executors import RunFailed, execute_task
 
 RAISE_SEED = 11
 KILL_SEED = 12
 
 
 def task(t, report=None):
-    seed = json.loads(t["engine_json"])["run"]["seed"]
+    seed = json.loads(t.engine_json)["run"]["seed"]
     if seed == RAISE_SEED:
-        raise_in_engine = {"run_id": t["run_id"], "ok": False, "error": "RuntimeError: injected failure", "wall_s": 0.0}
+        raise_in_engine = RunFailed(t.run_id, "RuntimeError: injected failure", 0.0)
         return raise_in_engine
     if seed == KILL_SEED:
         os.kill(os.getpid(), signal.SIGKILL)

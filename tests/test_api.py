@@ -57,3 +57,41 @@ def test_presets_and_catalogue():
 def test_bad_input_raises_scenario_error():
     with pytest.raises(ccarena.ScenarioError):
         ccarena.run("quickstart", overrides={"flows[0].cca": "vegass"})
+
+
+def test_a_run_resolves_its_scenario_once_and_the_engine_checks_it_once(small_scenario, monkeypatch):
+    """`ccarena.run` (and `ccarena run`) read the scenario, apply overrides and
+    resolve it once; the engine's own check when the run starts is the only one."""
+    from ccarena import _engine
+    from ccarena.scenario import model
+
+    calls = {"resolve": 0, "validate": 0}
+    resolve, validate = model.resolve, _engine.validate_json
+
+    def counting_resolve(*a, **k):
+        calls["resolve"] += 1
+        return resolve(*a, **k)
+
+    def counting_validate(*a, **k):
+        calls["validate"] += 1
+        return validate(*a, **k)
+
+    monkeypatch.setattr(model, "resolve", counting_resolve)
+    monkeypatch.setattr(_engine, "validate_json", counting_validate)
+    ccarena.run(str(small_scenario), overrides={"run.duration": "2s"})
+    assert calls == {"resolve": 1, "validate": 0}
+    # A scenario loaded to be checked (not run) is checked by the engine, once.
+    sc = ccarena.load_scenario(str(small_scenario))
+    assert calls == {"resolve": 2, "validate": 1}
+    assert sc.with_overrides({}) is sc
+    # An error only the engine finds is still a ScenarioError naming the field.
+    with pytest.raises(ccarena.ScenarioError) as e:
+        ccarena.run(str(small_scenario), overrides={"run.duration": "1000000s", "network.bottleneck_rate": "100Gbps"})
+    assert e.value.field == "flows[0]" and "sequence space" in e.value.message
+
+
+def test_the_engine_input_is_what_the_engine_reads(small_scenario):
+    sc = ccarena.load_scenario(str(small_scenario))
+    assert not [k for k in sc.engine if k.startswith("_")]
+    assert json.loads(sc.engine_json()) == sc.engine
+    assert sc.flow_groups() == [0, 0] and sc.meta.background == "none"

@@ -17,6 +17,7 @@ import pytest
 from ccarena.backends.linux.host import LinuxBackendUnavailable, bpf_ccas, check_host, kernel_ccas, linux_cca_names
 from ccarena.backends.linux.sampling import parse_ss
 from ccarena.backends.linux.topology import parse_netstat
+from ccarena import load_scenario
 from ccarena.scenario.model import Scenario, ScenarioError
 from conftest import cli
 
@@ -59,24 +60,24 @@ BASE = {
 
 def test_linux_algorithms_are_validated_for_the_linux_backend():
     with pytest.raises(ScenarioError) as e:
-        Scenario.from_dict({**BASE, "flows": [{"cca": "vegass", "rtt": "20ms"}]}, backend="linux")
+        load_scenario({**BASE, "flows": [{"cca": "vegass", "rtt": "20ms"}]}, backend="linux")
     assert e.value.field == "flows[0].cca" and "linux backend" in str(e.value) and "allowed:" in str(e.value)
     with pytest.raises(ScenarioError) as e:
-        Scenario.from_dict({**BASE, "flows": [{"cca": "cubic", "rtt": "20ms", "cca_params": {"hystart": False}}]}, backend="linux")
+        load_scenario({**BASE, "flows": [{"cca": "cubic", "rtt": "20ms", "cca_params": {"hystart": False}}]}, backend="linux")
     assert e.value.field == "flows[0].cca_params"
     for name in kernel_ccas():
-        Scenario.from_dict({**BASE, "flows": [{"cca": name, "rtt": "20ms"}]}, backend="linux")
+        load_scenario({**BASE, "flows": [{"cca": name, "rtt": "20ms"}]}, backend="linux")
     assert "newreno" in linux_cca_names() or "reno" not in kernel_ccas()
 
 
 def test_linux_backend_refuses_an_aqm():
     from ccarena.backends.linux.backend import check_scenario
 
-    sc = Scenario.from_dict({**BASE, "network": {**BASE["network"], "qdisc": "fq_codel"}}, backend="linux")
+    sc = load_scenario({**BASE, "network": {**BASE["network"], "qdisc": "fq_codel"}}, backend="linux")
     with pytest.raises(ScenarioError) as e:
         check_scenario(sc)
     assert e.value.field == "network.qdisc" and "allowed: drop_tail" in str(e.value)
-    check_scenario(Scenario.from_dict({**BASE, "network": {**BASE["network"], "qdisc": "drop_tail"}}, backend="linux"))
+    check_scenario(load_scenario({**BASE, "network": {**BASE["network"], "qdisc": "drop_tail"}}, backend="linux"))
 
 
 @pytest.mark.parametrize(
@@ -95,7 +96,7 @@ def test_linux_options_name_the_field(linux, field, fragment):
 
 def test_linux_options_defaults():
     sc = Scenario.from_dict({**BASE, "linux": {"offloads": True}})
-    assert sc.engine["_linux"] == {"offloads": True, "rps": True, "tbf_burst": 6250}  # 1 ms at 50 Mbps
+    assert sc.meta.linux == {"offloads": True, "rps": True, "tbf_burst": 6250}  # 1 ms at 50 Mbps
     assert "_linux" not in json.loads(sc.engine_json())
 
 

@@ -8,10 +8,10 @@ import pytest
 from ccarena.scenario.units import parse_duration
 
 import ccarena
-from ccarena.scenario.presets import preset_catalogue, preset_doc, preset_names
-from ccarena.scenario.model import cca_catalogue
+from ccarena.experiments.catalogue import missing_features, preset_catalogue
 from ccarena.experiments.sweep import expand, parse_sweep
-from ccarena.experiments.runner import missing_features
+from ccarena.scenario.catalogue import cca_catalogue
+from ccarena.scenario.presets import preset_doc, preset_names
 
 AVAILABLE = {c["name"] for c in cca_catalogue()}
 SHORT = "2s"

@@ -1,4 +1,5 @@
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -81,3 +82,63 @@ def test_parameters_and_bad_classes():
                 pass
 
         ccarena.register_cca(Clash)
+
+
+SWEEP = """
+name = "py-sweep"
+cca_files = ["python_reno.py"]
+
+[network]
+bottleneck_rate = "20Mbps"
+buffer = "60p"
+loss = 0.002
+
+[[flows]]
+cca = "reno"
+rtt = "30ms"
+
+[[flows]]
+cca = "reno"
+rtt = "60ms"
+start = "1s"
+
+[run]
+duration = "6s"
+warmup = "2s"
+seed = 5
+
+[sweep]
+cca = ["reno", "py-reno"]
+"""
+
+
+def _as_builtin(record: dict) -> dict:
+    for f in record["flows"]:
+        f["cca"] = f["label"] = "reno"
+    return record
+
+
+@pytest.mark.parametrize("where", ["local", "dask"])
+def test_sweeps_run_python_algorithms(tmp_path, where):
+    """A sweep's workers load the scenario's cca_files themselves (they have not
+    seen the parent's registrations): the Python Reno's runs succeed and their
+    records are the built-in Reno's."""
+    from ccarena.experiments.executors import DaskExecutor, LocalExecutor
+    from ccarena.experiments.runner import run_sweep
+
+    if where == "dask":
+        pytest.importorskip("distributed")
+    shutil.copy(EXAMPLES / "python_reno.py", tmp_path / "python_reno.py")
+    f = tmp_path / "py-sweep.toml"
+    f.write_text(SWEEP)
+    executor = LocalExecutor(2) if where == "local" else DaskExecutor("local", jobs=1)
+    outcome = run_sweep(str(f), tmp_path / "res", executor=executor)
+    assert (outcome.computed, outcome.failed) == (2, 0), outcome.errors
+    res = ccarena.load(tmp_path / "res")
+    runs = res.runs.set_index("cca")
+    assert set(runs.status) == {"ok"}
+    builtin, python = res.record(runs.run_id["reno"]), res.record(runs.run_id["py-reno"])
+    assert [f["cca"] for f in python["flows"]] == ["py-reno", "py-reno"]
+    assert json.dumps(_as_builtin(python)) == json.dumps(builtin)
+    flows = res.flows.set_index("run_id")
+    assert list(flows.loc[runs.run_id["py-reno"]].group) == [0, 1]

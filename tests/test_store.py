@@ -208,3 +208,32 @@ def test_sweep_bad_input_is_one_line_exit_2(tmp_path):
     (tmp_path / "empty").mkdir()
     p = cli("results", str(tmp_path / "empty"))
     assert p.returncode == 2 and "no results database" in p.stderr
+
+
+def test_schema_2_database_gets_each_runs_metadata(tmp_path):
+    """A results directory written before the metadata had its own column
+    (schema 2) is upgraded in place: each run's flow groups are recovered
+    from its document, and its metrics recompute as they were, from the
+    stored records alone."""
+    f = write(tmp_path, reps=1, ccas=("cubic", "reno"))
+    out = tmp_path / "res"
+    run_sweep(str(f), out, executor=LocalExecutor(2))
+    before = ccarena.load(out).metrics.sort_values(["run_id", "flow", "name"]).reset_index(drop=True)
+    groups = json.loads(ccarena.load(out).runs.scenario.iloc[0])
+    con = duckdb.connect(str(out / "ccarena.duckdb"))
+    con.execute("ALTER TABLE runs DROP COLUMN scenario_meta")
+    con.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
+    con.close()
+
+    from ccarena.results.store import SCHEMA_VERSION, Store
+
+    with Store(out) as st:
+        assert st.recompute_metrics() == 4
+        stored = st.con.execute("SELECT DISTINCT scenario_meta FROM runs").fetchall()
+        version = st.con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0]
+    assert version == str(SCHEMA_VERSION) and len(stored) == 1
+    assert json.loads(stored[0][0])["flow_groups"] == [0] * groups["flows"][0]["count"]
+    after = ccarena.load(out).metrics.sort_values(["run_id", "flow", "name"]).reset_index(drop=True)
+    pd.testing.assert_frame_equal(before, after)
+    res = ccarena.load(out)
+    assert res.result(res.runs.run_id.iloc[0]).scenario.flow_groups() == [0, 0]

@@ -127,3 +127,20 @@ def test_identical_repetitions_are_detected():
     lossy["network"]["loss"] = 0.001
     assert not repetitions_identical(expand(lossy))
     assert not repetitions_identical(expand(doc({"repetitions": 1})))
+
+
+def test_a_sweep_parses_its_sweep_table_once(monkeypatch):
+    from ccarena.experiments import runner, sweep
+
+    calls = []
+    parse = sweep.parse_sweep
+
+    def counting(d):
+        calls.append(1)
+        return parse(d)
+
+    monkeypatch.setattr(runner, "parse_sweep", counting)
+    monkeypatch.setattr(sweep, "parse_sweep", counting)
+    plan = runner.prepare(doc({"repetitions": 2, "cca": ["cubic", "reno"], "quick": {"repetitions": 1}}), quick=True)
+    assert len(calls) == 1 and plan.quick and len(plan.specs) == 2
+    assert plan.axes == [{"name": "cca", "fields": ["flows[0].cca", "flows[1].cca"], "labels": ["cubic", "reno"]}]

@@ -8,7 +8,8 @@ import pytest
 
 import ccarena
 from ccarena.scenario.model import Scenario, ScenarioError
-from ccarena.scenario.traffic import BACKGROUNDS, resolve_dist, sample_dist, trace_names
+from ccarena.scenario.network import trace_names
+from ccarena.scenario.traffic import BACKGROUNDS, resolve_dist, sample_dist
 from ccarena.scenario.units import parse_duration
 
 BASE = {
@@ -184,7 +185,7 @@ def test_dynamics_and_traces_run_and_show_in_the_queue_series():
 
 def test_the_linux_backend_refuses_what_only_the_simulator_models():
     with pytest.raises(ScenarioError) as e:
-        Scenario.from_dict(with_(udp=[{"rate": "1Mbps"}]), backend="linux")
+        ccarena.load_scenario(with_(udp=[{"rate": "1Mbps"}]), backend="linux")
     assert e.value.field == "backend" and "udp" in e.value.message and "--backend sim" in e.value.message
 
 

@@ -14,6 +14,8 @@ Sweeps (``ccarena sweep FILE``) store their runs in a results directory;
 DataFrames.
 """
 
+import importlib
+
 from .version import __version__
 
 # The public names are imported on first use, so that light users (the sweep
@@ -26,8 +28,8 @@ _LAZY = {
     "Results": ".results.store",
     "Scenario": ".scenario.model",
     "ScenarioError": ".errors",
-    "load_scenario": ".scenario.model",
-    "cca_catalogue": ".scenario.model",
+    "load_scenario": ".backends.registry",
+    "cca_catalogue": ".scenario.catalogue",
     "CongestionControl": ".backends.cca",
     "register_cca": ".backends.cca",
     "registered_ccas": ".backends.cca",
@@ -39,8 +41,6 @@ __all__ = [*_LAZY, "__version__"]
 
 def __getattr__(name: str):
     if name in _LAZY:
-        import importlib
-
         value = getattr(importlib.import_module(_LAZY[name], __name__), name)
         globals()[name] = value
         return value

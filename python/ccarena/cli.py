@@ -19,9 +19,23 @@ from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
-from .version import __version__
+from .backends.cca import load_cca_file
+from .backends.linux.cleanup import cleanup as linux_cleanup
+from .backends.linux.host import check_root
+from .backends.registry import BACKENDS
 from .errors import CcarenaError, UsageError
-from .scenario.model import BACKENDS, cca_catalogue, load_scenario, parse_override
+from .experiments.bench import bench as run_bench
+from .experiments.catalogue import missing_features, preset_catalogue
+from .experiments.executors import DaskExecutor, LocalExecutor
+from .present.format import pm, slug
+from .scenario.catalogue import cca_catalogue
+from .scenario.document import parse_override
+from .scenario.traffic import BACKGROUNDS
+from .version import __version__
+
+# Commands import what needs pandas, DuckDB or matplotlib (results, runner,
+# figures, report, cross-check) when they run, so that `ccarena --help`,
+# `list` and `version` stay quick.
 
 app = typer.Typer(
     add_completion=False,
@@ -69,28 +83,19 @@ def run(
     cca_files: Optional[List[Path]] = typer.Option(None, "--cca-file", help="Python file defining congestion control classes (repeatable)."),
 ) -> None:
     """Run one scenario and print per-flow results."""
-    from .backends.sim import run as run_scenario
-    from .backends.cca import load_cca_file
-
     for f in cca_files or []:
         load_cca_file(f)
     if backend not in BACKENDS:
         raise UsageError(f"--backend: unknown backend {backend!r}; allowed: {', '.join(BACKENDS)}")
-    sc = load_scenario(scenario, backend=backend)
-    sc = sc.with_overrides(_overrides(sets))
+    runner = BACKENDS[backend]
+    sc = runner.load(scenario, _overrides(sets))
     _warn_requirements(sc.doc)
     if sc.doc.get("sweep") and not as_json:
         err.print(f"note: {sc.name} has a \\[sweep] table; this runs its base scenario once (`ccarena sweep {scenario}` runs the whole sweep)", highlight=False)
     show = sys.stderr.isatty() and not as_json
-    with _progress_bar(show, "s run" if backend == "linux" else "s simulated") as bar:
+    with _progress_bar(show, runner.progress_unit) as bar:
         task = bar.add_task(sc.name, total=sc.engine["run"]["duration"] / 1e9)
-        progress = lambda done, total: bar.update(task, completed=done)  # noqa: E731
-        if backend == "linux":
-            from .backends.linux import run_linux
-
-            result = run_linux(sc, progress=progress)
-        else:
-            result = run_scenario(sc, progress=progress)
+        result = runner.run(sc, progress=lambda done, total: bar.update(task, completed=done))
     for note in result.record.get("linux", {}).get("notes", []):
         err.print(f"note: {note}", highlight=False)
     saved = None
@@ -173,7 +178,7 @@ def _traffic_line(result) -> str:
         else:
             parts.append("web flows: none started after warm-up")
     if "udp_throughput_mbps" in s:
-        from .results.metrics import udp_metrics
+        from .results.metrics import udp_metrics  # numpy (loaded by now: a run was made)
 
         n, loss = len(result.udp), udp_metrics(result.udp)["udp_loss_rate"]
         parts.append(f"UDP [bold]{s['udp_throughput_mbps']:.2f} Mbps[/bold] received ({n} source{'s' if n != 1 else ''}, loss {loss:.2%})")
@@ -190,8 +195,6 @@ def bench(
 ) -> None:
     """Time the engine on the fixed benchmark scenarios: 400 Mbps with 2 CUBIC flows, and the same with
     24 background flows and web traffic both ways (60 s simulated each)."""
-    from .experiments.bench import bench as run_bench
-
     results = [run_bench(s, repeat=repeat) for s in (scenarios or ["bench", "bench-background"])]
     if as_json:
         for r in results:
@@ -231,8 +234,6 @@ def _sweep_progress(enabled: bool):
 
 
 def _make_executor(jobs: Optional[int], dask: Optional[str]):
-    from .experiments.executors import DaskExecutor, LocalExecutor
-
     if jobs is not None and jobs < 1:
         raise UsageError(f"--jobs: must be at least 1, got {jobs}")
     if dask:
@@ -241,8 +242,6 @@ def _make_executor(jobs: Optional[int], dask: Optional[str]):
 
 
 def _warn_requirements(doc: dict) -> None:
-    from .experiments.runner import missing_features
-
     missing = missing_features(doc)
     if missing:
         name = doc.get("name", "scenario")
@@ -251,21 +250,17 @@ def _warn_requirements(doc: dict) -> None:
 
 def _run_sweep_cli(scenario: str, results_dir: Path, jobs, dask, sets, quick: bool, repetitions, name, retry_failed: bool, quiet: bool):
     """Shared by `sweep` and `reproduce`: runs the sweep with a progress bar; returns the outcome."""
+    # DuckDB and pandas (the store), matplotlib (figure specs).
     from .experiments.runner import prepare, run_sweep
+    from .experiments.sweep import repetitions_identical
     from .present.figures import validate_figure_specs
 
-    from .experiments.runner import _load_doc
-    from .experiments.sweep import parse_sweep
-
-    overrides = _overrides(sets)
-    sw = parse_sweep(_load_doc(scenario))
-    quick = quick and sw is not None and bool(sw.quick)  # without [sweep.quick] settings, quick mode is the full sweep
-    doc, specs = prepare(scenario, overrides, quick, repetitions)
+    # Without [sweep.quick] settings, quick mode is the full sweep (plan.quick is then off).
+    plan = prepare(scenario, _overrides(sets), quick, repetitions)
+    doc = plan.doc
     validate_figure_specs(doc.get("figures"))
     _warn_requirements(doc)
-    from .experiments.sweep import repetitions_identical
-
-    if repetitions_identical(specs):
+    if repetitions_identical(plan.specs):
         err.print("[yellow]warning:[/yellow] the repetitions will be identical runs (nothing in the scenario is random); "
                   "set run.start_jitter (e.g. \"100ms\") or random loss to vary them", highlight=False)
     executor = _make_executor(jobs, dask)
@@ -302,8 +297,8 @@ def _run_sweep_cli(scenario: str, results_dir: Path, jobs, dask, sets, quick: bo
                 err.print(f"[red]run failed[/red] {info['run_id']} {info['params']}: {info['error']}", highlight=False, soft_wrap=True)
 
         try:
-            outcome = run_sweep(doc, results_dir, overrides=None, quick=False, repetitions=None, executor=executor, name=name,
-                                variant="quick" if quick else "", retry_failed=retry_failed, on_event=on_event)
+            outcome = run_sweep(plan, results_dir, executor=executor, name=name, variant="quick" if plan.quick else "",
+                                retry_failed=retry_failed, on_event=on_event)
         except KeyboardInterrupt:
             err.print(f"interrupted: finished runs are stored in {results_dir}; run the same command again to resume", highlight=False)
             raise
@@ -311,6 +306,7 @@ def _run_sweep_cli(scenario: str, results_dir: Path, jobs, dask, sets, quick: bo
 
 
 def _points_table(res, experiment_id: str, title: str) -> Table:
+    # matplotlib and pandas.
     from .present.figures import short_label
     from .present.report import experiment_shape, key_metrics
 
@@ -332,21 +328,11 @@ def _points_table(res, experiment_id: str, title: str) -> Table:
         for _, p in pts.iterrows():
             cells = [str(p[n]) for n in names] + [str(int(p.n))]
             for m in km:
-                cells.append(_pm(p[m], p[f"{m}_ci95"], 1 if m.startswith("total_") else None))
+                cells.append(pm(p[m], p[f"{m}_ci95"], 1 if m.startswith("total_") else None))
             t.add_row(*cells)
     return t
 
 
-
-
-def _pm(mu: float, ci: float, decimals: int | None = None) -> str:
-    """'0.774 ± 0.061': mean and CI half-width with the same number of decimals."""
-    if mu != mu:
-        return "-"
-    a = abs(mu)
-    d = decimals if decimals is not None else 0 if a >= 100 else 1 if a >= 10 else 3
-    text = f"{mu:,.{d}f}"
-    return text + (f" ±{ci:,.{d}f}" if ci == ci else "")
 
 
 def _status_line(res, experiment_id: str) -> str:
@@ -369,7 +355,7 @@ def sweep(
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object with the counts instead of tables."),
 ) -> None:
     """Run a scenario's sweep (grid x repetitions) into a results directory; resumable."""
-    from .results.store import load
+    from .results.store import load  # DuckDB, pandas
 
     doc, outcome = _run_sweep_cli(scenario, results_dir, jobs, dask, sets, quick, repetitions, name, not keep_failed, as_json)
     if as_json:
@@ -391,7 +377,7 @@ def results(
     recompute: bool = typer.Option(False, "--recompute", help="Recompute every metric from the stored raw records first."),
 ) -> None:
     """Summarise a results directory: experiments, runs, metrics per grid point."""
-    from .results.store import Store, load
+    from .results.store import Store, load  # DuckDB, pandas
 
     if not directory.exists():
         raise UsageError(f"{directory}: no such results directory")
@@ -435,7 +421,7 @@ def report(
     experiment: Optional[List[str]] = typer.Option(None, "--experiment", "-e", help="Only these experiments (repeatable)."),
 ) -> None:
     """Write a static HTML report (figures, metrics tables, scenarios) of a results directory."""
-    from .present.report import write_report
+    from .present.report import write_report  # matplotlib, DuckDB, pandas
 
     if per_run not in ("first", "all", "none"):
         raise UsageError(f"--per-run: unknown value {per_run!r}; allowed: first, all, none")
@@ -462,9 +448,9 @@ def reproduce(
     ),
 ) -> None:
     """Run an experiment's sweep, store the results, draw its figures and write the report."""
+    # matplotlib, DuckDB, pandas.
     from .present.report import write_report
     from .results.store import load
-    from .scenario.traffic import BACKGROUNDS
 
     if per_run not in ("first", "all", "none"):
         raise UsageError(f"--per-run: unknown value {per_run!r}; allowed: first, all, none")
@@ -480,18 +466,12 @@ def reproduce(
               f"in {outcome.wall_s:.1f} s")
     if not no_report:
         index = write_report(results_dir, per_run=per_run, progress=(lambda m: err.print(f"[dim]{m}[/dim]", highlight=False)) if sys.stderr.isatty() else None)
-        page = index.parent / _report_slug(outcome.experiment_id) / "index.html"
+        page = index.parent / slug(outcome.experiment_id) / "index.html"
         figs = sorted(p.name for p in page.parent.glob("*.png"))
         out.print(f"figures: {', '.join(figs) or 'none'} in {page.parent}")
         out.print(f"report: [bold]{page}[/bold]  (index: {index})")
     if outcome.failed:
         raise typer.Exit(1)
-
-
-def _report_slug(eid: str) -> str:
-    from .present.report import _slug
-
-    return _slug(eid)
 
 
 @list_app.command("ccas")
@@ -515,8 +495,6 @@ def list_ccas(as_json: bool = typer.Option(False, "--json")) -> None:
 @list_app.command("experiments")
 def list_experiments(as_json: bool = typer.Option(False, "--json")) -> None:
     """Shipped scenarios (presets) with what they show and where they come from."""
-    from .scenario.presets import preset_catalogue
-
     cat = preset_catalogue()
     if as_json:
         print(json.dumps(cat))
@@ -537,11 +515,8 @@ def cleanup(
     everything: bool = typer.Option(False, "--all", help="Also remove what live runs own (stops them)."),
 ) -> None:
     """Remove what killed linux-backend runs left behind (namespaces, processes, BPF algorithms)."""
-    from .backends.linux.cleanup import cleanup as do_cleanup
-    from .backends.linux.host import check_root
-
     check_root()
-    r = do_cleanup(everything=everything)
+    r = linux_cleanup(everything=everything)
     if not any(r.values()):
         out.print("nothing to clean up")
         return
@@ -561,7 +536,7 @@ def validate(
     as_json: bool = typer.Option(False, "--json", help="Print the table as JSON."),
 ) -> None:
     """Run a validation set on the simulator and on this machine's kernel, and compare."""
-    from .experiments.crosscheck import METRICS, VALIDATION_SETS, run_validation
+    from .experiments.crosscheck import METRICS, VALIDATION_SETS, fmt_diff, format_metric, run_validation  # pandas
 
     if set_name not in VALIDATION_SETS:
         raise UsageError(f"--set: unknown validation set {set_name!r}; allowed: {', '.join(VALIDATION_SETS)}")
@@ -573,15 +548,13 @@ def validate(
     t = Table(title=f"validate {set_name}: simulator vs kernel ({VALIDATION_SETS[set_name].description})", title_justify="left", box=box.SIMPLE_HEAVY)
     for col in ("case", "metric", "sim", "kernel", "kernel min-max", "sim - kernel", "> spread", "sim, kernel's starts"):
         t.add_column(col, justify="left" if col in ("case", "metric") else "right")
-    from .experiments.crosscheck import _fmt, fmt_diff
-
     for _, r in table.iterrows():
         m = r.metric
         t.add_row(
-            r.case, METRICS[m], _fmt(m, r.sim), _fmt(m, r.kernel), f"{_fmt(m, r.kernel_min)}-{_fmt(m, r.kernel_max)}",
+            r.case, METRICS[m], format_metric(m, r.sim), format_metric(m, r.kernel), f"{format_metric(m, r.kernel_min)}-{format_metric(m, r.kernel_max)}",
             fmt_diff(m, r["diff"]),
             "[bold red]yes[/bold red]" if r.flagged else "",
-            f"{_fmt(m, r.sim_kernel_starts)} ({_fmt(m, r.sim_kernel_starts_min)}-{_fmt(m, r.sim_kernel_starts_max)})",
+            f"{format_metric(m, r.sim_kernel_starts)} ({format_metric(m, r.sim_kernel_starts_min)}-{format_metric(m, r.sim_kernel_starts_max)})",
         )
     out.print(t)
     out.print(f"stored in [bold]{where}[/bold] (table.md, table.json, table.parquet, runs/)")

@@ -35,9 +35,21 @@ import importlib.util
 import inspect
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
-__all__ = ["CongestionControl", "register_cca", "registered_ccas", "load_cca_file", "unregister_cca"]
+from ..errors import ScenarioError
+from ..scenario.catalogue import engine_cca_names
+
+__all__ = [
+    "CongestionControl",
+    "register_cca",
+    "registered_ccas",
+    "load_cca_file",
+    "load_cca_files",
+    "unregister_cca",
+    "python_classes",
+    "check_params",
+]
 
 
 class CongestionControl:
@@ -78,15 +90,13 @@ def register_cca(cls: type[CongestionControl]) -> type[CongestionControl]:
     cong_avoid or cong_control) is a programming error: ``TypeError``. A name
     that a built-in algorithm has is a ``ScenarioError`` (scenarios could not
     tell the two apart)."""
-    from ..scenario.model import ScenarioError, cca_catalogue
-
     if not (inspect.isclass(cls) and issubclass(cls, CongestionControl)):
         raise TypeError(f"{cls!r} is not a subclass of ccarena.CongestionControl")
     if not cls.name or not isinstance(cls.name, str):
         raise TypeError(f"{cls.__name__} needs a `name`")
     if not (hasattr(cls, "cong_avoid") or hasattr(cls, "cong_control")):
         raise TypeError(f"{cls.name} must define cong_avoid or cong_control")
-    if cls.name in {c["name"] for c in cca_catalogue()}:
+    if cls.name in engine_cca_names():
         raise ScenarioError("cca", f"{cls.name!r} is the name of a built-in algorithm; choose another")
     _REGISTRY[cls.name] = cls
     return cls
@@ -100,10 +110,22 @@ def registered_ccas() -> dict[str, type[CongestionControl]]:
     return dict(_REGISTRY)
 
 
+def python_classes(names: Iterable[str]) -> dict[str, type[CongestionControl]]:
+    """The registered classes of `names` (what the engine is handed to run them)."""
+    missing = [n for n in names if n not in _REGISTRY]
+    if missing:
+        raise ScenarioError("cca", f"Python algorithm {', '.join(missing)} is not registered here; "
+                            "list its file in the scenario's cca_files (or register it before running)")
+    return {n: _REGISTRY[n] for n in names}
+
+
+def check_params(name: str, params: dict) -> None:
+    """Raises TypeError when the registered algorithm `name` does not take `params`."""
+    _REGISTRY[name](**params)
+
+
 def load_cca_file(path: str | Path) -> list[str]:
     """Imports a Python file and registers every CongestionControl subclass defined in it."""
-    from ..scenario.model import ScenarioError
-
     p = Path(path)
     if not p.is_file():
         raise ScenarioError("cca_files", f"{path}: no such file")
@@ -131,3 +153,8 @@ def load_cca_file(path: str | Path) -> list[str]:
     if not names:
         raise ScenarioError("cca_files", f"{path}: defines no ccarena.CongestionControl subclass with a name")
     return names
+
+
+def load_cca_files(paths: Iterable[str | Path]) -> list[str]:
+    """Loads every file of `paths` (``load_cca_file``); returns the names registered."""
+    return [name for p in paths for name in load_cca_file(p)]

@@ -12,20 +12,20 @@ import statistics
 import time
 from typing import Any
 
-from .. import _engine
+from ..backends.sim import SIM, simulate
+from ..scenario.model import Scenario
 from ..version import __version__
-from ..scenario.model import load_scenario
 
 __all__ = ["bench"]
 
 
 def bench(scenario: str = "bench", repeat: int = 3) -> dict[str, Any]:
-    sc = load_scenario(scenario)
+    sc = Scenario.load(scenario, SIM.algorithms())
     cfg = sc.engine_json()
     walls, record = [], None
     for _ in range(repeat):
         t0 = time.perf_counter()
-        out = _engine.run_json(cfg)
+        out = simulate(cfg)
         walls.append(time.perf_counter() - t0)
         record = json.loads(out)
     assert record is not None

@@ -1,5 +1,6 @@
 """`ccarena validate`: the same scenarios on the simulator and on the kernel
-(the linux backend), side by side.
+(the linux backend), side by side; the cross-check of docs/fidelity.md.
+(Named crosscheck, not validate: validating a scenario is the scenario wing's.)
 
 A validation set is a list of cases (one two-flow dumbbell scenario each),
 run `repetitions` times on each backend (seeds 1..n). For every case the table
@@ -35,10 +36,12 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from ..backends.sim import run as run_sim
-from ..scenario.model import Scenario, cca_catalogue
+from ..backends.linux import LINUX, check_host
+from ..backends.sim import SIM
+from ..scenario.catalogue import engine_cca_names
+from ..scenario.model import Scenario
 
-__all__ = ["VALIDATION_SETS", "validation_cases", "run_validation", "METRICS"]
+__all__ = ["VALIDATION_SETS", "validation_cases", "run_validation", "METRICS", "format_metric", "fmt_diff"]
 
 
 @dataclass(frozen=True)
@@ -119,12 +122,10 @@ def run_validation(
     log: Callable[[str], None] = lambda s: None,
 ) -> tuple[pd.DataFrame, Path]:
     """Runs the set on both backends; returns the table and where it was stored."""
-    from ..backends.linux import run_linux
-    from ..backends.linux.host import check_host
-
     check_host(need_delay=True)
     cases, reps = validation_cases(set_name, duration_s, repetitions)
-    sim_ccas = {c["name"] for c in cca_catalogue()}
+    sim_ccas = engine_cca_names()
+    kernel, sim = LINUX.algorithms(), SIM.algorithms()
     out = Path(out_root) / f"{set_name}-{time.strftime('%Y%m%d-%H%M%S')}"
     (out / "runs").mkdir(parents=True, exist_ok=True)
     (out / "cases.json").write_text(json.dumps({cid: doc for cid, doc in cases}, indent=2))
@@ -138,13 +139,13 @@ def run_validation(
             d["run"]["seed"] = seed
             done += 1
             t0 = time.time()
-            r = run_linux(Scenario.from_dict(d, backend="linux"))
+            r = LINUX.run(Scenario.from_dict(d, catalogue=kernel))
             r.save(out / "runs" / cid / f"linux-seed{seed}")
             m = metrics_of(r)
             raw.append({"case": cid, "backend": "linux", "seed": seed, **m})
             starts = r.record["linux"]["data_start_s"]
             if cca in sim_ccas:
-                rs = run_sim(Scenario.from_dict(d))
+                rs = SIM.run(Scenario.from_dict(d, catalogue=sim))
                 rs.save(out / "runs" / cid / f"sim-seed{seed}")
                 raw.append({"case": cid, "backend": "sim", "seed": seed, **metrics_of(rs)})
                 paired = json.loads(json.dumps(d))
@@ -153,7 +154,7 @@ def run_validation(
                 ]
                 # The measured starts are the starts: no extra random jitter.
                 paired.setdefault("run", {})["start_jitter"] = "0s"
-                rp = run_sim(Scenario.from_dict(paired))
+                rp = SIM.run(Scenario.from_dict(paired, catalogue=sim))
                 rp.save(out / "runs" / cid / f"sim_kernel_starts-seed{seed}")
                 raw.append({"case": cid, "backend": "sim_kernel_starts", "seed": seed, **metrics_of(rp)})
             log(f"[{done}/{total}] {cid} seed {seed}: kernel share {m['share0']:.3f} ratio {m['ratio']:.3f} util {m['utilization']:.3f} ({time.time() - t0:.0f} s)")
@@ -201,7 +202,8 @@ def summarise(runs: pd.DataFrame, order: list[str]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _fmt(metric: str, v: float) -> str:
+def format_metric(metric: str, v: float) -> str:
+    """A value of one of METRICS as the table shows it."""
     if v != v:
         return "n/a"
     if metric == "retrans":
@@ -230,8 +232,8 @@ def to_markdown(table: pd.DataFrame, meta: dict) -> str:
         m = r["metric"]
         flag = "**yes**" if r["flagged"] else ""
         lines.append(
-            f"| {r['case']} | {METRICS[m]} | {_fmt(m, r['sim'])} | {_fmt(m, r['kernel'])} | "
-            f"{_fmt(m, r['kernel_min'])}-{_fmt(m, r['kernel_max'])} | {fmt_diff(m, r['diff'])} | {flag} | "
-            f"{_fmt(m, r['sim_kernel_starts'])} ({_fmt(m, r['sim_kernel_starts_min'])}-{_fmt(m, r['sim_kernel_starts_max'])}) |"
+            f"| {r['case']} | {METRICS[m]} | {format_metric(m, r['sim'])} | {format_metric(m, r['kernel'])} | "
+            f"{format_metric(m, r['kernel_min'])}-{format_metric(m, r['kernel_max'])} | {fmt_diff(m, r['diff'])} | {flag} | "
+            f"{format_metric(m, r['sim_kernel_starts'])} ({format_metric(m, r['sim_kernel_starts_min'])}-{format_metric(m, r['sim_kernel_starts_max'])}) |"
         )
     return "\n".join(lines) + "\n"

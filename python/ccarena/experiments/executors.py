@@ -1,8 +1,9 @@
 """Executors: where the runs of a sweep execute.
 
-Both executors take tasks (a run id and the engine configuration as JSON) and
-yield events; workers only simulate and return the raw record as JSON text.
-Everything else (metrics, the database) happens in the calling process.
+Both executors take ``Task``s (a run id, the engine's input as JSON, and the
+files of the Python algorithms it uses) and yield events; workers only
+simulate and return the raw record as JSON text. Everything else (metrics,
+the database) happens in the calling process.
 
 * ``LocalExecutor``: a pool of worker processes (default: one per core). The
   parent hands each idle worker one task over its own pipe, so it always
@@ -13,54 +14,110 @@ Everything else (metrics, the database) happens in the calling process.
 * ``DaskExecutor``: the same tasks on a dask.distributed cluster
   (``--dask tcp://scheduler:8786``, or ``--dask local`` for a LocalCluster).
 
-Events are tuples: ("progress", run_id, simulated_s), ("done", run_id,
-record_json, wall_s), ("failed", run_id, error, wall_s) and ("tick", None)
-(nothing happened for a while; lets the caller react to Ctrl-C).
+Events: ``RunProgress`` (simulated seconds so far), ``RunDone`` (the record),
+``RunFailed`` (the error) and ``Idle`` (nothing happened for a while; lets
+the caller react to Ctrl-C).
 """
 
 from __future__ import annotations
 
+import ctypes
+import importlib
+import multiprocessing as mp
 import os
 import signal
 import time
 import traceback
-from typing import Any, Callable, Iterator
+from dataclasses import dataclass
+from multiprocessing.connection import wait
+from typing import Any, Callable, Iterator, Union
 
+from ..backends.cca import load_cca_files, python_classes
+from ..backends.sim import simulate
 from ..errors import ExecutorError
 
-__all__ = ["execute_task", "LocalExecutor", "DaskExecutor", "Task", "ExecutorError"]
+__all__ = [
+    "Task",
+    "RunProgress",
+    "RunDone",
+    "RunFailed",
+    "Idle",
+    "Event",
+    "execute_task",
+    "LocalExecutor",
+    "DaskExecutor",
+    "ExecutorError",
+]
 
 
-Task = dict  # {"run_id": str, "engine_json": str, "duration_s": float}
+@dataclass(frozen=True)
+class Task:
+    """One run for a worker: what the simulator backend needs to run it there."""
+
+    run_id: str
+    engine_json: str
+    duration_s: float
+    #: Algorithms written in Python that the flows use, and the files that define
+    #: them (loaded by the worker, which has not seen the parent's registrations).
+    python_ccas: tuple[str, ...] = ()
+    cca_files: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class RunProgress:
+    run_id: str
+    simulated_s: float
+
+
+@dataclass(frozen=True)
+class RunDone:
+    run_id: str
+    record_json: str
+    wall_s: float
+
+
+@dataclass(frozen=True)
+class RunFailed:
+    run_id: str
+    error: str
+    wall_s: float
+
+
+@dataclass(frozen=True)
+class Idle:
+    """Nothing happened for a while."""
+
+
+Event = Union[RunProgress, RunDone, RunFailed, Idle]
+Outcome = Union[RunDone, RunFailed]
 
 _SLICES = 20
 
 
-def execute_task(task: Task, report: Callable[[float], None] | None = None) -> dict:
-    """Runs one task in this process; returns {"run_id", "ok", "record_json" | "error", "wall_s"}."""
-    from .. import _engine
-
+def execute_task(task: Task, report: Callable[[float, float], None] | None = None) -> Outcome:
+    """Runs one task in this process. `report(simulated_s, total_s)` is called as it advances."""
     t0 = time.perf_counter()
     try:
-        if report is None:
-            rec = _engine.run_json(task["engine_json"])
-        else:
-            eng = _engine.Engine(task["engine_json"])
-            total = eng.duration_ns
-            for k in range(1, _SLICES + 1):
-                now = eng.advance(total * k // _SLICES)
-                report(now / 1e9)
-            rec = eng.finish()
-        return {"run_id": task["run_id"], "ok": True, "record_json": rec, "wall_s": time.perf_counter() - t0}
+        load_cca_files(task.cca_files)
+        classes = python_classes(task.python_ccas)
+        rec = simulate(task.engine_json, classes, report, _SLICES)
+        return RunDone(task.run_id, rec, time.perf_counter() - t0)
     except Exception as e:  # noqa: BLE001 - any failure of one run is reported, never raised
         tb = traceback.format_exc(limit=3).strip().splitlines()
-        return {"run_id": task["run_id"], "ok": False, "error": f"{type(e).__name__}: {e}" + (f" [{tb[-2].strip()}]" if len(tb) > 2 else ""), "wall_s": time.perf_counter() - t0}
+        error = f"{type(e).__name__}: {e}" + (f" [{tb[-2].strip()}]" if len(tb) > 2 else "")
+        return RunFailed(task.run_id, error, time.perf_counter() - t0)
+
+
+def _task_function(path: str | None) -> Callable[..., Outcome]:
+    """`execute_task`, or the "module:function" that replaces it (tests)."""
+    if not path:
+        return execute_task
+    mod, _, name = path.partition(":")
+    return getattr(importlib.import_module(mod), name)
 
 
 def _die_with_parent() -> None:
     try:
-        import ctypes
-
         libc = ctypes.CDLL(None, use_errno=True)
         PR_SET_PDEATHSIG = 1
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
@@ -71,12 +128,7 @@ def _die_with_parent() -> None:
 def _worker_main(conn, task_fn_path: str | None) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _die_with_parent()
-    fn = execute_task
-    if task_fn_path:
-        import importlib
-
-        mod, _, name = task_fn_path.partition(":")
-        fn = getattr(importlib.import_module(mod), name)
+    fn = _task_function(task_fn_path)
     while True:
         try:
             task = conn.recv()
@@ -84,23 +136,27 @@ def _worker_main(conn, task_fn_path: str | None) -> None:
             return
         if task is None:
             return
-        run_id = task["run_id"]
         last = [0.0]
 
-        def report(sim_s: float) -> None:
+        def report(sim_s: float, total_s: float = 0.0) -> None:
             now = time.monotonic()
             if now - last[0] > 0.25:
                 last[0] = now
-                conn.send(("progress", run_id, sim_s))
+                conn.send(RunProgress(task.run_id, sim_s))
 
         out = fn(task, report)
         try:
-            if out["ok"]:
-                conn.send(("done", run_id, out["record_json"], out["wall_s"]))
-            else:
-                conn.send(("failed", run_id, out["error"], out["wall_s"]))
+            conn.send(out)
         except (BrokenPipeError, OSError):
             return
+
+
+@dataclass
+class _Worker:
+    process: Any
+    conn: Any
+    task: Task | None = None  # the run it is on
+    started: float = 0.0
 
 
 class LocalExecutor:
@@ -111,13 +167,10 @@ class LocalExecutor:
         self.task_fn = task_fn  # "module:function" replacing execute_task (tests)
         self.description = f"local, {self.jobs} process{'es' if self.jobs > 1 else ''}"
 
-    def run(self, tasks: list[Task]) -> Iterator[tuple]:
-        import multiprocessing as mp
-        from multiprocessing.connection import wait
-
+    def run(self, tasks: list[Task]) -> Iterator[Event]:
         ctx = mp.get_context("spawn")
         pending = list(reversed(tasks))
-        workers: dict[int, Any] = {}  # slot -> (process, conn, current task or None, started)
+        workers: dict[int, _Worker] = {}
         n = min(self.jobs, len(tasks))
 
         def spawn(slot: int) -> None:
@@ -125,21 +178,21 @@ class LocalExecutor:
             p = ctx.Process(target=_worker_main, args=(child, self.task_fn), daemon=True, name=f"ccarena-worker-{slot}")
             p.start()
             child.close()
-            workers[slot] = [p, parent, None, 0.0]
+            workers[slot] = _Worker(p, parent)
 
         def assign(slot: int) -> None:
             w = workers[slot]
-            w[2] = None
+            w.task = None
             if not pending:
                 return
             task = pending.pop()
             for _ in range(3):
                 try:
-                    w[1].send(task)
-                    w[2], w[3] = task, time.perf_counter()
+                    w.conn.send(task)
+                    w.task, w.started = task, time.perf_counter()
                     return
                 except (BrokenPipeError, OSError):  # the worker died while idle: replace it
-                    w[1].close()
+                    w.conn.close()
                     spawn(slot)
                     w = workers[slot]
             raise RuntimeError("cannot start worker processes")
@@ -148,12 +201,12 @@ class LocalExecutor:
             for slot in range(n):
                 spawn(slot)
                 assign(slot)
-            while any(w[2] is not None for w in workers.values()):
-                conns = {w[1]: s for s, w in workers.items() if w[2] is not None}
-                sentinels = {w[0].sentinel: s for s, w in workers.items() if w[2] is not None}
+            while any(w.task is not None for w in workers.values()):
+                conns = {w.conn: s for s, w in workers.items() if w.task is not None}
+                sentinels = {w.process.sentinel: s for s, w in workers.items() if w.task is not None}
                 ready = wait(list(conns) + list(sentinels), timeout=0.5)
                 if not ready:
-                    yield ("tick", None)
+                    yield Idle()
                     continue
                 dead: set[int] = set()
                 for r in ready:
@@ -167,51 +220,51 @@ class LocalExecutor:
                         dead.add(slot)  # the worker is gone: handled below
                         continue
                     yield msg
-                    if msg[0] != "progress":
+                    if not isinstance(msg, RunProgress):
                         assign(slot)
                 for slot in dead:
                     w = workers[slot]
-                    if w[0].is_alive() or w[2] is None:
+                    if w.process.is_alive() or w.task is None:
                         continue
                     # Read what it sent before dying; its current run (if any) is lost.
                     while True:
                         try:
-                            if not w[1].poll():
+                            if not w.conn.poll():
                                 break
-                            msg = w[1].recv()
+                            msg = w.conn.recv()
                         except (EOFError, OSError):
                             break
                         yield msg
-                        if msg[0] != "progress":
-                            w[2] = None
-                    task = w[2]
-                    code = w[0].exitcode
+                        if not isinstance(msg, RunProgress):
+                            w.task = None
+                    task = w.task
+                    code = w.process.exitcode
                     why = f"killed by signal {-code}" if code is not None and code < 0 else f"exit status {code}"
-                    w[1].close()
+                    w.conn.close()
                     spawn(slot)
                     if task is not None:
-                        yield ("failed", task["run_id"], f"worker process died ({why})", time.perf_counter() - w[3])
+                        yield RunFailed(task.run_id, f"worker process died ({why})", time.perf_counter() - w.started)
                     assign(slot)
         finally:
             for w in workers.values():
                 try:
-                    if w[0].is_alive():
-                        if w[2] is None:
-                            w[1].send(None)
+                    if w.process.is_alive():
+                        if w.task is None:
+                            w.conn.send(None)
                         else:
-                            w[0].kill()
+                            w.process.kill()
                 except (OSError, BrokenPipeError):
                     pass
             deadline = time.monotonic() + 5
             for w in workers.values():
-                w[0].join(timeout=max(0.0, deadline - time.monotonic()))
-                if w[0].is_alive():
-                    w[0].kill()
-                    w[0].join(timeout=1)
-                w[1].close()
+                w.process.join(timeout=max(0.0, deadline - time.monotonic()))
+                if w.process.is_alive():
+                    w.process.kill()
+                    w.process.join(timeout=1)
+                w.conn.close()
 
 
-def _dask_task(task: Task) -> dict:
+def _dask_task(task: Task) -> Outcome:
     return execute_task(task)
 
 
@@ -224,8 +277,9 @@ class DaskExecutor:
         self.task_fn = task_fn
         self.description = f"dask {address}"
 
-    def run(self, tasks: list[Task]) -> Iterator[tuple]:
+    def run(self, tasks: list[Task]) -> Iterator[Event]:
         try:
+            # dask.distributed: imported only by sweeps that use it (it is large).
             from distributed import Client, LocalCluster, as_completed
         except ImportError:  # pragma: no cover
             raise ExecutorError("--dask needs dask.distributed: pip install 'dask[distributed]'") from None
@@ -241,15 +295,10 @@ class DaskExecutor:
                 cluster.close()
             raise ExecutorError(f"--dask: cannot reach a scheduler at {self.address!r} ({type(e).__name__}: {e}); "
                                 "give its address, e.g. tcp://host:8786, or 'local'") from None
-        fn: Callable = _dask_task
-        if self.task_fn:
-            import importlib
-
-            mod, _, name = self.task_fn.partition(":")
-            fn = getattr(importlib.import_module(mod), name)
+        fn: Callable = _task_function(self.task_fn) if self.task_fn else _dask_task
         futures: list = []
         try:
-            futures = [client.submit(fn, t, key=f"ccarena-{t['run_id']}", pure=False, retries=0) for t in tasks]
+            futures = [client.submit(fn, t, key=f"ccarena-{t.run_id}", pure=False, retries=0) for t in tasks]
             by_key = {f.key: t for f, t in zip(futures, tasks)}
             started = time.perf_counter()
             for fut in as_completed(futures):
@@ -257,14 +306,11 @@ class DaskExecutor:
                 try:
                     out = fut.result()
                 except Exception as e:  # noqa: BLE001 - e.g. KilledWorker
-                    yield ("failed", task["run_id"], f"{type(e).__name__}: {e}", time.perf_counter() - started)
+                    yield RunFailed(task.run_id, f"{type(e).__name__}: {e}", time.perf_counter() - started)
                     continue
                 finally:
                     fut.release()
-                if out["ok"]:
-                    yield ("done", out["run_id"], out["record_json"], out["wall_s"])
-                else:
-                    yield ("failed", out["run_id"], out["error"], out["wall_s"])
+                yield out
         finally:
             try:
                 client.cancel(futures)

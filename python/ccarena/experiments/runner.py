@@ -2,7 +2,7 @@
 skip what is already stored, execute the rest on an executor and store each
 run as it finishes (the only writer of the database is this process).
 
-    >>> from ccarena.runner import run_sweep
+    >>> from ccarena.experiments.runner import run_sweep
     >>> outcome = run_sweep("cubic-fig8-intra-fairness", "results", quick=True)
 
 Resumable: run ids are content addressed, so running the same sweep again
@@ -17,13 +17,16 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
-from ..scenario.model import Scenario, ScenarioError, apply_overrides, load_scenario
+from ..errors import ScenarioError
 from ..results.store import Store
-from .sweep import RunSpec, apply_quick, expand
+from ..scenario.document import apply_overrides, read_document
+from ..scenario.model import Scenario
+from .executors import Event, Idle, LocalExecutor, RunDone, RunFailed, RunProgress, Task
+from .sweep import RunSpec, Sweep, apply_quick, expand_sweep, parse_sweep, quick_settings
 
-__all__ = ["run_sweep", "SweepOutcome", "prepare", "missing_features"]
+__all__ = ["run_sweep", "SweepOutcome", "SweepPlan", "prepare"]
 
 
 @dataclass
@@ -58,35 +61,29 @@ class SweepOutcome:
         }
 
 
-def missing_features(doc: dict) -> list[str]:
-    """Entries of the scenario's `requires` list this engine does not provide yet.
+@dataclass
+class SweepPlan:
+    """A sweep ready to run: the document (quick settings and overrides
+    applied), its [sweep] table parsed once, and its runs."""
 
-    `cca:NAME` entries are checked against the engine's catalogue; every other
-    entry (traffic models, path dynamics) names a feature the scenario format
-    does not have yet, so it is missing until the preset is updated to use it
-    (and the entry removed)."""
-    from ..scenario.model import cca_catalogue
+    doc: dict
+    sweep: Sweep | None
+    specs: list[RunSpec]
+    #: The scenario's file (relative paths in it start from its directory).
+    path: str | None = None
+    #: Whether [sweep.quick] settings were applied.
+    quick: bool = False
 
-    req = doc.get("requires", [])
-    if not isinstance(req, list):
-        raise ScenarioError("requires", "must be a list of features such as [\"traffic:udp\", \"path:rate-step\"]")
-    names = {c["name"] for c in cca_catalogue()}
-    out = []
-    for r in req:
-        if not isinstance(r, str):
-            raise ScenarioError("requires", f"entries must be strings, got {r!r}")
-        if r.startswith("cca:"):
-            if r[4:] not in names:
-                out.append(r)
-        else:
-            out.append(r)
-    return out
+    @property
+    def axes(self) -> list[dict]:
+        return self.sweep.describe() if self.sweep is not None else []
 
 
 def prepare(scenario: str | Path | dict | Scenario, overrides: dict[str, Any] | None = None, quick: bool = False,
-            repetitions: int | None = None) -> tuple[dict, list[RunSpec]]:
-    """The scenario document (quick settings and overrides applied) and its runs."""
-    doc = _load_doc(scenario)
+            repetitions: int | None = None) -> SweepPlan:
+    """The scenario's sweep with `quick` settings, `overrides` and `repetitions` applied, and its runs."""
+    doc, path = _load_doc(scenario)
+    quick = quick and bool(quick_settings(doc))
     if quick:
         doc = apply_quick(doc)
     if overrides:
@@ -99,39 +96,25 @@ def prepare(scenario: str | Path | dict | Scenario, overrides: dict[str, Any] | 
         sweep.pop("seeds", None)
         sweep["repetitions"] = repetitions
         doc["sweep"] = sweep
-    return doc, expand(doc)
+    sw = parse_sweep(doc)
+    return SweepPlan(doc=doc, sweep=sw, specs=expand_sweep(doc, sw, path=path), path=path, quick=quick)
 
 
-def _load_doc(scenario) -> dict:
+def _load_doc(scenario: str | Path | dict | Scenario) -> tuple[dict, str | None]:
+    """The document (not validated: a preset whose base names an algorithm the
+    engine lacks is still a valid sweep) and its file; named after the file."""
     if isinstance(scenario, Scenario):
-        return scenario.doc
+        return scenario.doc, scenario.path
     if isinstance(scenario, dict):
-        return scenario
-    # load_scenario validates the base scenario; a preset whose base names an
-    # algorithm the engine lacks is still a valid sweep, so read the TOML directly.
-    import tomllib
-
-    from ..scenario.presets import preset_path
-
-    text = str(scenario)
-    p = Path(text)
-    if "\n" in text:
-        return tomllib.loads(text)
-    if not p.is_file():
-        pp = preset_path(text)
-        if pp is None:
-            load_scenario(text)  # raises the usual "no such file or preset" error
-        p = pp
-    try:
-        doc = tomllib.loads(p.read_text())
-    except tomllib.TOMLDecodeError as e:
-        raise ScenarioError("", f"{p}: not valid TOML: {e}") from None
-    doc.setdefault("name", p.stem)
-    return doc
+        return scenario, None
+    doc, path = read_document(scenario)
+    if path is not None:
+        doc.setdefault("name", Path(path).stem)
+    return doc, path
 
 
 def run_sweep(
-    scenario: str | Path | dict | Scenario,
+    scenario: str | Path | dict | Scenario | SweepPlan,
     out: str | Path = "results",
     *,
     overrides: dict[str, Any] | None = None,
@@ -143,7 +126,9 @@ def run_sweep(
     retry_failed: bool = True,
     on_event: Callable[[str, dict], None] | None = None,
 ) -> SweepOutcome:
-    """Runs the scenario's sweep into the results directory `out`.
+    """Runs the scenario's sweep into the results directory `out` (`scenario`
+    may also be a prepared ``SweepPlan``; then `overrides`, `quick` and
+    `repetitions` have been applied already).
 
     `executor` is a ``LocalExecutor`` (default, all cores) or a
     ``DaskExecutor``. `on_event(kind, info)` is called with "start" (totals),
@@ -151,9 +136,8 @@ def run_sweep(
     Raises ``ScenarioError`` for invalid input; KeyboardInterrupt leaves every
     run stored so far in the database.
     """
-    from .executors import LocalExecutor
-
-    doc, specs = prepare(scenario, overrides, quick, repetitions)
+    plan = scenario if isinstance(scenario, SweepPlan) else prepare(scenario, overrides, quick, repetitions)
+    doc, specs = plan.doc, plan.specs
     exp_name = name or str(doc.get("name", "scenario"))
     exp_variant = variant if variant is not None else ("quick" if quick else "")
     experiment_id = exp_name if not exp_variant else f"{exp_name}@{exp_variant}"
@@ -163,7 +147,7 @@ def run_sweep(
     emit = on_event or (lambda kind, info: None)
     # The sweep waits (up to minutes) for a reader such as `ccarena results` to let go of the database.
     with Store(out, lock_wait_s=600) as store:
-        store.register_experiment(experiment_id, exp_name, exp_variant, doc, specs)
+        store.register_experiment(experiment_id, exp_name, exp_variant, doc, specs, plan.axes)
         done = store.completed()
         failed_before = store.failed()
         todo: dict[str, RunSpec] = {}
@@ -178,7 +162,7 @@ def run_sweep(
         total_sim = sum(s.simulated_s for s in todo.values())
         emit("start", {"experiment": experiment_id, "runs": len(todo), "cached": outcome.cached, "skipped": outcome.skipped,
                        "simulated_s": total_sim, "skip_reasons": outcome.skip_reasons, "executor": executor.description})
-        tasks = [{"run_id": s.run_id, "engine_json": s.engine_json(), "duration_s": s.simulated_s} for s in todo.values()]
+        tasks = [_task(s) for s in todo.values()]
         store.release()
         if tasks:
             with _deferred_interrupt() as interrupted:
@@ -208,39 +192,49 @@ def _deferred_interrupt():
         signal.signal(signal.SIGINT, old)
 
 
-def _execute(executor, tasks, todo, store, outcome, emit, total_sim, interrupted) -> None:
+def _task(spec: RunSpec) -> Task:
+    """What a worker needs to run `spec` on the simulator."""
+    meta = spec.meta
+    python = meta.python_ccas if meta is not None else ()
+    return Task(run_id=spec.run_id, engine_json=spec.engine_json(), duration_s=spec.simulated_s, python_ccas=python,
+                cca_files=meta.cca_files if python else ())
+
+
+def _execute(executor, tasks: list[Task], todo: dict[str, RunSpec], store: Store, outcome: SweepOutcome, emit, total_sim: float,
+             interrupted: dict) -> None:
     partial: dict[str, float] = {}
     finished_sim = 0.0
-    events = executor.run(tasks)
+    events: Iterator[Event] = executor.run(tasks)
     try:
         for ev in events:
             if interrupted["set"]:
                 raise KeyboardInterrupt
-            kind, rid = ev[0], ev[1]
-            if kind == "tick":
+            if isinstance(ev, Idle):
                 continue
+            rid = ev.run_id
             spec = todo[rid]
-            if kind == "progress":
-                partial[rid] = ev[2]
+            if isinstance(ev, RunProgress):
+                partial[rid] = ev.simulated_s
                 emit("progress", {"simulated_s": finished_sim + sum(partial.values()), "total_s": total_sim})
                 continue
             partial.pop(rid, None)
             finished_sim += spec.simulated_s
-            if kind == "done":
+            if isinstance(ev, RunDone):
                 try:
-                    metrics = store.store_run(spec, ev[2], ev[3])
+                    metrics = store.store_run(spec, ev.record_json, ev.wall_s)
                     outcome.computed += 1
                     emit("run", {"run_id": rid, "ok": True, "params": spec.params, "repetition": spec.repetition, "metrics": metrics})
                 except Exception as e:  # noqa: BLE001 - an analysis failure is recorded like a crash
-                    store.store_failure(spec, f"analysis failed: {type(e).__name__}: {e}", ev[3])
+                    store.store_failure(spec, f"analysis failed: {type(e).__name__}: {e}", ev.wall_s)
                     outcome.failed += 1
                     outcome.errors[rid] = str(e)
                     emit("run", {"run_id": rid, "ok": False, "params": spec.params, "error": str(e)})
             else:
-                store.store_failure(spec, ev[2], ev[3])
+                assert isinstance(ev, RunFailed)
+                store.store_failure(spec, ev.error, ev.wall_s)
                 outcome.failed += 1
-                outcome.errors[rid] = ev[2]
-                emit("run", {"run_id": rid, "ok": False, "params": spec.params, "error": ev[2]})
+                outcome.errors[rid] = ev.error
+                emit("run", {"run_id": rid, "ok": False, "params": spec.params, "error": ev.error})
             store.release()  # readers may look in between runs
             outcome.simulated_s = finished_sim
             emit("progress", {"simulated_s": finished_sim + sum(partial.values()), "total_s": total_sim,

@@ -8,8 +8,9 @@ axes whose fields vary together. docs/scenario.md describes the syntax.
 
 Expansion is pure: ``expand(doc)`` returns ``RunSpec``s, each with its
 content-addressed run id (hash of the resolved engine configuration, which
-includes the seed, and of the ccarena version), so the same run is
-recognised across sweeps, machines and interrupted attempts.
+includes the seed, of the flow groups, of the Python algorithms' files when
+the run uses any, and of the ccarena version), so the same run is recognised
+across sweeps, machines and interrupted attempts.
 """
 
 from __future__ import annotations
@@ -19,13 +20,18 @@ import hashlib
 import itertools
 import json
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from ..backends.sim import SIM
+from ..errors import ScenarioError
+from ..scenario.catalogue import Catalogue
+from ..scenario.document import apply_overrides
+from ..scenario.model import Meta, Scenario, cca_file_paths
+from ..scenario.units import UnitError, parse_duration
 from ..version import __version__
-from ..scenario.model import Scenario, ScenarioError, apply_overrides, cca_catalogue
-from ..scenario.units import UnitError, parse_buffer, parse_duration, parse_rate
 
-__all__ = ["Axis", "RunSpec", "Sweep", "expand", "parse_sweep", "run_id_for", "SHORTHANDS"]
+__all__ = ["Axis", "RunSpec", "Sweep", "expand", "expand_sweep", "parse_sweep", "quick_settings", "apply_quick", "run_id_for", "SHORTHANDS", "CCA_FIELD_SUFFIX"]
 
 # Shorthand axis names and the fields they set. "flows[*]" means every [[flows]] table.
 SHORTHANDS: dict[str, str] = {
@@ -43,7 +49,8 @@ SHORTHANDS: dict[str, str] = {
     "warmup": "run.warmup",
 }
 _RESERVED = {"repetitions", "seeds", "zip", "quick"}
-_SHORTHANDS_CCA_FIELDS = ".cca"  # suffix of the fields that name an algorithm
+#: Suffix of the fields that name an algorithm.
+CCA_FIELD_SUFFIX = ".cca"
 
 
 @dataclass
@@ -82,6 +89,10 @@ class Sweep:
             n *= len(a)
         return n
 
+    def describe(self) -> list[dict]:
+        """Name, fields and labels of each axis (for reports)."""
+        return [{"name": a.name, "fields": a.fields, "labels": a.labels} for a in self.axes]
+
 
 @dataclass
 class RunSpec:
@@ -95,6 +106,7 @@ class RunSpec:
     run_id: str = ""
     scenario_hash: str = ""
     engine: dict | None = None
+    meta: Meta | None = None
     skip_reason: str | None = None  # set when the run cannot be run by this engine (e.g. CCA not built yet)
 
     @property
@@ -108,30 +120,33 @@ class RunSpec:
 
     def engine_json(self) -> str:
         assert self.engine is not None
-        return json.dumps({k: v for k, v in self.engine.items() if not k.startswith("_")})
+        return json.dumps(self.engine)
 
 
-def _canonical(engine: dict) -> str:
-    # The engine's input, plus which [[flows]] table each flow came from: metrics
+def _canonical(engine: dict, meta: Meta | None) -> str:
+    # The engine's input, plus which flow table each flow came from: metrics
     # such as group_throughput_ratio depend on it, so two scenarios that differ
-    # only in how flows are grouped are different runs.
-    public = {k: v for k, v in engine.items() if not k.startswith("_")}
-    if "_groups" in engine:
-        public["flow_groups"] = engine["_groups"]
-    return json.dumps(public, sort_keys=True, separators=(",", ":"))
+    # only in how flows are grouped are different runs. Python algorithms are
+    # named, not defined, in the engine's input: their files' contents count too.
+    key = dict(engine)
+    if meta is not None:
+        key["flow_groups"] = list(meta.flow_groups)
+        if meta.python_ccas:
+            key["cca_files"] = [hashlib.sha256(Path(f).read_bytes()).hexdigest() for f in meta.cca_files]
+    return json.dumps(key, sort_keys=True, separators=(",", ":"))
 
 
-def run_id_for(engine: dict, version: str = __version__) -> tuple[str, str]:
-    """(run id, scenario hash) of a resolved engine configuration.
+def run_id_for(engine: dict, version: str = __version__, meta: Meta | None = None) -> tuple[str, str]:
+    """(run id, scenario hash) of a resolved engine configuration and its metadata.
 
     The run id hashes the configuration (seed included) and the ccarena
     version; the scenario hash leaves the seed out, so the repetitions of one
     grid point share it.
     """
-    run = hashlib.sha256(f"ccarena {version}\n{_canonical(engine)}".encode()).hexdigest()[:16]
+    run = hashlib.sha256(f"ccarena {version}\n{_canonical(engine, meta)}".encode()).hexdigest()[:16]
     unseeded = copy.deepcopy(engine)
     unseeded["run"]["seed"] = 0
-    scen = hashlib.sha256(_canonical(unseeded).encode()).hexdigest()[:16]
+    scen = hashlib.sha256(_canonical(unseeded, meta).encode()).hexdigest()[:16]
     return run, scen
 
 
@@ -248,20 +263,30 @@ def parse_sweep(doc: dict) -> Sweep | None:
                 raise ScenarioError(f"sweep.{a.name}", f"sets {f}, which axis {seen[f]!r} also sets")
             seen[f] = a.name
 
+    return Sweep(axes=axes, seeds=seeds, quick=_quick(table))
+
+
+def _quick(table: dict) -> dict:
     quick = table.get("quick", {})
     if not isinstance(quick, dict):
         raise ScenarioError("sweep.quick", "must be a table such as { repetitions = 2, \"run.duration\" = \"60s\" }")
-    return Sweep(axes=axes, seeds=seeds, quick=quick)
+    return quick
+
+
+def quick_settings(doc: dict) -> dict:
+    """The document's [sweep.quick] table (empty without one)."""
+    table = doc.get("sweep")
+    return _quick(table) if isinstance(table, dict) else {}
 
 
 def apply_quick(doc: dict) -> dict:
     """The document with its [sweep.quick] settings applied (shorter runs, fewer repetitions)."""
-    sw = parse_sweep(doc)
-    if sw is None or not sw.quick:
+    quick = quick_settings(doc)
+    if not quick:
         return copy.deepcopy(doc)
     out = copy.deepcopy(doc)
     overrides = {}
-    for key, value in sw.quick.items():
+    for key, value in quick.items():
         if key in ("repetitions", "seeds"):
             out["sweep"].pop("repetitions", None)
             out["sweep"].pop("seeds", None)
@@ -279,10 +304,6 @@ def apply_quick(doc: dict) -> dict:
 PLANNED_CCAS: frozenset[str] = frozenset()
 
 
-def _available_ccas() -> set[str]:
-    return {c["name"] for c in cca_catalogue()}
-
-
 def _missing_ccas(doc: dict, available: set[str]) -> list[str]:
     flows = doc.get("flows")
     if not isinstance(flows, list):
@@ -296,14 +317,21 @@ def _base_doc(doc: dict) -> dict:
     return out
 
 
-def expand(doc: dict, repetitions: int | None = None) -> list[RunSpec]:
-    """Every run of the scenario's sweep (one run if it has no [sweep]).
+def expand(doc: dict, repetitions: int | None = None, path: str | None = None, catalogue: Catalogue | None = None) -> list[RunSpec]:
+    """Every run of the scenario's sweep (one run if it has no [sweep]); see ``expand_sweep``."""
+    return expand_sweep(doc, parse_sweep(doc), repetitions, path, catalogue)
 
-    Runs whose algorithms this engine does not have yet are returned with
+
+def expand_sweep(doc: dict, sw: Sweep | None, repetitions: int | None = None, path: str | None = None,
+                 catalogue: Catalogue | None = None) -> list[RunSpec]:
+    """Every run of `doc`'s sweep `sw` (parsed from it; None: one run).
+
+    Runs are validated with `catalogue` (default: the simulator's, with the
+    scenario's cca_files, which `path`, the scenario's file, locates). Runs
+    whose algorithms this engine does not have yet are returned with
     ``skip_reason`` set instead of failing the whole sweep. Any other invalid
     value raises ``ScenarioError`` naming the sweep axis and step.
     """
-    sw = parse_sweep(doc)
     base = _base_doc(doc)
     run_table = base.get("run") if isinstance(base.get("run"), dict) else {}
     if sw is None:
@@ -314,7 +342,8 @@ def expand(doc: dict, repetitions: int | None = None) -> list[RunSpec]:
             raise ScenarioError("--repetitions", "must be at least 1")
         first = seeds[0]
         seeds = [first + k for k in range(repetitions)]
-    available = _available_ccas()
+    catalogue = (catalogue or SIM.algorithms()).with_files(cca_file_paths(base, Path(path).parent if path else None))
+    available = set(catalogue.names)
     specs: list[RunSpec] = []
     grid = list(itertools.product(*[range(len(a)) for a in sw.axes]))
     for point, steps in enumerate(grid):
@@ -350,68 +379,16 @@ def expand(doc: dict, repetitions: int | None = None) -> list[RunSpec]:
                 spec.run_id, spec.scenario_hash = f"skip-{h}", ""
             else:
                 try:
-                    sc = Scenario.from_dict(d)
+                    sc = Scenario.from_dict(d, path, catalogue)
                 except ScenarioError as e:
                     for a, k in zip(sw.axes, steps):
                         if any(e.field == f or e.field.startswith(f + ".") or e.field.startswith(f + "[") for f in a.fields):
                             raise ScenarioError(f"sweep.{a.name}[{k}]", f"{e.field}: {e.message}" if e.field not in a.fields else e.message) from None
                     raise
-                spec.engine = sc.engine
-                spec.run_id, spec.scenario_hash = run_id_for(sc.engine)
+                spec.engine, spec.meta = sc.engine, sc.meta
+                spec.run_id, spec.scenario_hash = run_id_for(sc.engine, meta=sc.meta)
             specs.append(spec)
     return specs
-
-
-def describe_axes(doc: dict) -> list[dict]:
-    """Name, fields and labels of each axis (for reports)."""
-    sw = parse_sweep(doc)
-    if sw is None:
-        return []
-    return [{"name": a.name, "fields": a.fields, "labels": a.labels} for a in sw.axes]
-
-
-def numeric(value: Any) -> float | None:
-    """A swept value as a number for plotting: durations in ms, rates in Mbps,
-    buffers in packets or bytes as written, plain numbers as they are."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, (int, float)):
-        return float(value)
-    if not isinstance(value, str):
-        return None
-    for parse, scale in ((parse_duration, 1e-6), (parse_rate, 1e-6)):
-        try:
-            return parse(value) * scale
-        except UnitError:
-            pass
-    try:
-        kind, amount = parse_buffer(value)
-        return float(amount)
-    except UnitError:
-        return None
-
-
-def unit_of(value: Any) -> str:
-    """The unit `numeric` converted `value` to ('ms', 'Mbps', 'packets', ...)."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return ""
-    if isinstance(value, str):
-        try:
-            parse_duration(value)
-            return "ms"
-        except UnitError:
-            pass
-        try:
-            parse_rate(value)
-            return "Mbps"
-        except UnitError:
-            pass
-        try:
-            kind, _ = parse_buffer(value)
-            return {"packets": "packets", "bytes": "bytes", "bdp": "BDP"}[kind]
-        except UnitError:
-            pass
-    return ""
 
 
 def repetitions_identical(specs: list[RunSpec]) -> bool:

@@ -32,6 +32,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..errors import ScenarioError
+from ..results.metrics import COV_TIMESCALES_S, goodput_capacity_bps
+from ..scenario.checks import check_keys
+from ..scenario.units import numeric, unit_of
+
 __all__ = [
     "sweep_figure",
     "stability_figure",
@@ -125,10 +130,12 @@ def metric_label(name: str) -> str:
 
 
 def _plt():
+    # matplotlib loads when the first figure is drawn: the CLI imports this
+    # module for figure specs and labels too, which need none of it.
     import matplotlib
 
     matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # after choosing the file-only backend
 
     plt.rcParams.update(
         {
@@ -162,7 +169,7 @@ def _save(fig, base: Path, vector: str = "pdf", tight: bool = True) -> list[Path
         fig.savefig(tmp, format=ext, bbox_inches="tight" if tight else None, pad_inches=0.03)
         tmp.replace(p)
         out.append(p)
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # loaded already (by _plt): the figure exists
 
     plt.close(fig)
     return out
@@ -179,8 +186,6 @@ def _colors(n: int) -> list:
 
 def validate_figure_specs(specs: Any) -> list[dict]:
     """Checks a scenario's [[figures]] list; raises ScenarioError naming the field."""
-    from ..scenario.model import ScenarioError
-
     if specs is None:
         return []
     if not isinstance(specs, list):
@@ -189,9 +194,7 @@ def validate_figure_specs(specs: Any) -> list[dict]:
         where = f"figures[{i}]"
         if not isinstance(s, dict):
             raise ScenarioError(where, "must be a table")
-        for k in s:
-            if k not in _SPEC_KEYS:
-                raise ScenarioError(f"{where}.{k}", f"unknown field; allowed: {', '.join(sorted(_SPEC_KEYS))}")
+        check_keys(s, _SPEC_KEYS, where)
         kind = s.get("kind", "sweep")
         if kind not in FIGURE_KINDS:
             raise ScenarioError(f"{where}.kind", f"unknown figure kind {kind!r}; allowed: {', '.join(sorted(FIGURE_KINDS))}")
@@ -207,8 +210,6 @@ def validate_figure_specs(specs: Any) -> list[dict]:
 
 def default_figure_specs(axes: list[dict], n_flows: int) -> list[dict]:
     """Figures for a sweep that names none: key metrics against its first numeric axis."""
-    from ..experiments.sweep import numeric
-
     if not axes:
         return []
     multi = [a for a in axes if len(a["labels"]) > 1]
@@ -269,7 +270,7 @@ def _legend(fig, axs, title: str | None) -> None:
 def _plain_log_ticks(axis) -> None:
     """Log-axis ticks written as plain numbers (0.05, 0.1, 0.2 ...): 1-2-5 steps over
     wide ranges, finer steps over narrow ones so that there are always a few."""
-    from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter  # matplotlib: see _plt
 
     lo, hi = axis.get_view_interval()
     lo, hi = max(min(lo, hi), 1e-12), max(lo, hi)
@@ -289,8 +290,6 @@ def _plain_log_ticks(axis) -> None:
 
 def _x_values(points: pd.DataFrame, x: str) -> tuple[np.ndarray, list[str] | None, str]:
     """Numeric x per point, tick labels for categorical x, and the axis label."""
-    from ..experiments.sweep import numeric, unit_of
-
     if x in points.columns and not x.endswith("_ci95") and points[x].dtype != object and f"{x}_ci95" in points.columns:
         return points[x].to_numpy(dtype=float), None, metric_label(x)
     if x not in points.columns:
@@ -384,8 +383,6 @@ def sweep_figure(points: pd.DataFrame, spec: dict, base: Path, title: str | None
 
 def stability_figure(points: pd.DataFrame, spec: dict, base: Path, interval_s: float = 0.1, title: str | None = None) -> list[Path]:
     """CoV of throughput against the averaging time scale, lines per `series`, panels per `panels`."""
-    from ..results.metrics import COV_TIMESCALES_S
-
     plt = _plt()
     scales = [interval_s, *COV_TIMESCALES_S]
     names = ["cov_throughput_l7", *[f"cov_throughput_{t:g}s_l7" for t in COV_TIMESCALES_S]]
@@ -642,10 +639,9 @@ def run_fct_figure(short_flows: pd.DataFrame, base: Path, rates_mbps: dict[str, 
     complete before the run ended. `rates_mbps` maps a direction to its
     bottleneck's mean rate (``metrics.link_rates_bps`` / 1e6).
     """
+    # matplotlib: see _plt.
     from matplotlib.lines import Line2D
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
-
-    from ..results.metrics import goodput_capacity_bps
 
     plt = _plt()
     sf = short_flows[(short_flows.start_s >= start_s) & (short_flows.start_s < end_s)]

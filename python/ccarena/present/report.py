@@ -17,13 +17,10 @@ from __future__ import annotations
 import hashlib
 import html
 import json
-import math
-import re
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable
 
-import numpy as np
 import pandas as pd
 
 from ..version import __version__
@@ -39,9 +36,10 @@ from .figures import (
     sweep_figure,
 )
 from ..results.metrics import web_metrics
+from .format import cell, pm, slug
 from ..results.store import Results, load
 
-__all__ = ["write_report", "key_metrics", "experiment_shape"]
+__all__ = ["write_report", "key_metrics", "experiment_shape", "slug"]
 
 _CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222;line-height:1.45}
@@ -85,41 +83,6 @@ def _page(title: str, body: str) -> str:
         f"<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\"><title>{html.escape(title)}</title>"
         f"<style>{_CSS}</style></head><body>\n{body}\n<script>{_SCRIPT}</script></body></html>\n"
     )
-
-
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-") or "experiment"
-
-
-def _fmt(v: Any, digits: int = 3) -> str:
-    if v is None:
-        return "-"
-    if isinstance(v, (float, np.floating, int, np.integer)) and not isinstance(v, bool):
-        v = float(v)
-        if math.isnan(v):
-            return "-"
-        a = abs(v)
-        if a >= 1000:
-            return f"{v:,.0f}"
-        if a >= 10:
-            return f"{v:.1f}"
-        if a >= 1e-3 or v == 0:
-            return f"{v:.{digits}f}"
-        return f"{v:.2e}"
-    return html.escape(str(v))
-
-
-def _pm(mu: Any, ci: Any) -> str:
-    """Mean and CI half-width with the same number of decimals."""
-    try:
-        mu, ci = float(mu), float(ci)
-    except (TypeError, ValueError):
-        return "-"
-    if math.isnan(mu):
-        return "-"
-    a = abs(mu)
-    d = 0 if a >= 100 else 1 if a >= 10 else 3
-    return f"{mu:,.{d}f}" + (f" &plusmn; {ci:,.{d}f}" if not math.isnan(ci) else "")
 
 
 def key_metrics(n_flows: int, n_groups: int, web: bool = False, udp: bool = False) -> list[str]:
@@ -218,7 +181,7 @@ def _short_notes(exp) -> str:
 
 def _experiment_page(res: Results, exp, out_dir: Path, per_run: str, say) -> Path:
     eid = exp.experiment_id
-    d = out_dir / _slug(eid)
+    d = out_dir / slug(eid)
     d.mkdir(parents=True, exist_ok=True)
     runs = res.runs[res.runs.experiment_id == eid]
     ok = runs[runs.status == "ok"]
@@ -265,7 +228,7 @@ def _experiment_page(res: Results, exp, out_dir: Path, per_run: str, say) -> Pat
         interval = 0.1
         for k, spec in enumerate(specs):
             name = spec.get("name", f"{spec.get('kind', 'sweep')}-{spec.get('y', 'cov')}-vs-{spec.get('x', 'timescale')}")
-            base = d / _slug(name)
+            base = d / slug(name)
             try:
                 if spec.get("kind", "sweep") == "stability":
                     files = stability_figure(points, spec, base, interval)
@@ -291,10 +254,10 @@ def _experiment_page(res: Results, exp, out_dir: Path, per_run: str, say) -> Pat
         head = "".join(f"<th class=l>{html.escape(n)}</th>" for n in names) + "<th>n</th>" + "".join(f"<th title=\"{html.escape(m)}\">{html.escape(short_label(m))}</th>" for m in km)
         trs = []
         for _, p in points.iterrows():
-            cells = "".join(f"<td class=l>{_fmt(p.get(n))}</td>" for n in names) + f"<td>{int(p.n)}</td>"
+            cells = "".join(f"<td class=l>{cell(p.get(n))}</td>" for n in names) + f"<td>{int(p.n)}</td>"
             for m in km:
                 mu, ci = p.get(m, float('nan')), p.get(f"{m}_ci95", float('nan'))
-                cells += f"<td>{_pm(mu, ci)}</td>"
+                cells += f"<td>{pm(mu, ci, sign=' &plusmn; ')}</td>"
             trs.append(f"<tr>{cells}</tr>")
         body.append(f"<div class=tw><table><tr>{head}</tr>{''.join(trs)}</table></div>")
         points.to_csv(d / "points.csv", index=False)
@@ -342,7 +305,7 @@ def _experiment_page(res: Results, exp, out_dir: Path, per_run: str, say) -> Pat
             ftab = "".join(
                 f"<tr{' class=muted' if f.get('background', False) else ''}><td>{i}</td><td class=l>{html.escape(str(f.label))}"
                 f"{' (reverse)' if f.get('direction', 'forward') == 'reverse' else ''}</td><td>{f.rtt_ms:.4g}</td><td>{f.start_s:.3g}</td><td>{f.throughput_mbps:.2f}</td>"
-                f"<td>{_fmt(f.mean_cwnd)}</td><td>{_fmt(f.mean_srtt_ms)}</td><td>{int(f.retransmissions)}</td><td>{int(f.rtos)}</td></tr>"
+                f"<td>{cell(f.mean_cwnd)}</td><td>{cell(f.mean_srtt_ms)}</td><td>{int(f.retransmissions)}</td><td>{int(f.rtos)}</td></tr>"
                 for i, f in fl.iterrows()
             )
             bg_note = "" if len(studied) == len(fl) else (
@@ -396,9 +359,9 @@ def _short_flow_table(sf: pd.DataFrame, rates_mbps: dict[str, float], start_s: f
     for name, g in groups:
         m = web_metrics(g, rates, start_s, end_s)
         rows.append(
-            f"<tr><td class=l>{name}</td><td>{int(m['web_flows']):,}</td><td>{_fmt(100 * m['web_completed'], 1)}</td>"
-            f"<td>{_fmt(1e3 * m['median_fct_s'], 0)}</td><td>{_fmt(1e3 * m['mean_fct_s'], 0)}</td><td>{_fmt(1e3 * m['p95_fct_s'], 0)}</td>"
-            f"<td>{_fmt(m['median_fct_slowdown'], 2)}</td><td>{_fmt(m['p95_fct_slowdown'], 2)}</td></tr>"
+            f"<tr><td class=l>{name}</td><td>{int(m['web_flows']):,}</td><td>{cell(100 * m['web_completed'], 1)}</td>"
+            f"<td>{cell(1e3 * m['median_fct_s'], 0)}</td><td>{cell(1e3 * m['mean_fct_s'], 0)}</td><td>{cell(1e3 * m['p95_fct_s'], 0)}</td>"
+            f"<td>{cell(m['median_fct_slowdown'], 2)}</td><td>{cell(m['p95_fct_slowdown'], 2)}</td></tr>"
         )
     return ("<div class=tw><table><tr><th class=l>web flows</th><th>started</th><th>completed %</th><th>median FCT ms</th><th>mean FCT ms</th>"
             "<th>p95 FCT ms</th><th>median slowdown</th><th>p95 slowdown</th></tr>" + "".join(rows) + "</table></div>"
@@ -409,7 +372,7 @@ def _short_flow_table(sf: pd.DataFrame, rates_mbps: dict[str, float], start_s: f
 def _udp_table(udp: pd.DataFrame) -> str:
     rows = "".join(
         f"<tr><td>{i}</td><td class=l>{html.escape(str(u.label))}</td><td class=l>{html.escape(str(u.direction))}</td><td>{u.rate_mbps:g}</td>"
-        f"<td>{u.throughput_mbps:.2f}</td><td>{int(u.sent_packets):,}</td><td>{int(u.received_packets):,}</td><td>{_fmt(100 * u.loss_rate, 2)}</td></tr>"
+        f"<td>{u.throughput_mbps:.2f}</td><td>{int(u.sent_packets):,}</td><td>{int(u.received_packets):,}</td><td>{cell(100 * u.loss_rate, 2)}</td></tr>"
         for i, u in udp.iterrows()
     )
     return ("<div class=tw><table><tr><th>UDP</th><th class=l>label</th><th class=l>direction</th><th>rate Mbps</th><th>received Mbps</th>"

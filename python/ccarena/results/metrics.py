@@ -223,17 +223,17 @@ def fct_slowdown(fct_s: Any, size_bytes: Any, rtt_ms: Any, rate_bps: Any) -> np.
 
 
 def link_rates_bps(record: dict) -> dict[str, float]:
-    """Mean rate of each direction's bottleneck over the measurement window
-    (rate changes and traces included); the reverse direction falls back
-    to the forward rate when it has no bottleneck of its own."""
+    """Mean rate of each direction's bottleneck over the measurement window of
+    a (normalised) record, rate changes and traces included; the reverse
+    direction falls back to the forward rate when it has no bottleneck of its own."""
     window_s = (record["duration_ns"] - record["warmup_ns"]) / 1e9
 
     def mean_rate(link: dict) -> float:
-        cap = link.get("window_capacity_bytes")
+        cap = link["window_capacity_bytes"]
         return float(cap * 8 / window_s) if cap and window_s > 0 else float(link["rate_bps"])
 
     fwd = mean_rate(record["link"])
-    rev = record.get("reverse_link")
+    rev = record["reverse_link"]
     return {"forward": fwd, "reverse": mean_rate(rev) if rev else fwd}
 
 
@@ -476,10 +476,10 @@ def run_metrics(result: "RunResult", flows: list[dict[str, float]] | None = None
         out["mean_reverse_queue_delay_ms"] = _queue_delay_ms(result.reverse_queue, warm, rates["reverse"])
     link = result.record["link"]
     drops = link["drops_queue"] + link["drops_random"] + link["drops_aqm"]
-    arrived = link.get("arrivals") or sum(int(c["counters"]["segments_sent"]) for c in result.record["flows"])
+    arrived = link["arrivals"] or sum(int(c["counters"]["segments_sent"]) for c in result.record["flows"])
     out["drop_rate"] = float(drops / arrived) if arrived else float("nan")
 
-    if result.record.get("web"):
+    if result.record["web"]:
         out.update(web_metrics(result.short_flows, rates, warm, result.record["duration_ns"] / 1e9))
     if len(result.udp):
         out.update(udp_metrics(result.udp))

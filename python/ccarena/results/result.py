@@ -15,9 +15,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..scenario.catalogue import Catalogue, engine_cca_names
+from ..scenario.document import parse_toml
+from ..scenario.model import Meta, Scenario
+from ..scenario.traffic import BACKGROUNDS
 from ..version import __version__
 from .metrics import goodput_capacity_bps, jain_index, link_rates_bps, throughput_ratio, web_metrics
-from ..scenario.model import Scenario
+from .record import RunRecord, normalise
 
 __all__ = ["RunResult", "load_result"]
 
@@ -26,9 +30,14 @@ _CA_STATES = ["open", "disorder", "cwr", "recovery", "loss"]
 
 @dataclass
 class RunResult:
+    """One run: its scenario and its record (normalised on arrival, see ``record``)."""
+
     scenario: Scenario
-    record: dict = field(repr=False)
+    record: RunRecord = field(repr=False)
     wall_time_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        normalise(self.record)
 
     # ---- tables ----
 
@@ -51,8 +60,8 @@ class RunResult:
                     "group": groups[i],
                     "label": f["label"],
                     "cca": f["cca"],
-                    "direction": f.get("direction", "forward"),
-                    "background": bool(f.get("background", False)),
+                    "direction": f["direction"],
+                    "background": bool(f["background"]),
                     "rtt_ms": f["rtt_ns"] / 1e6,
                     "start_s": f["start_ns"] / 1e9,
                     "throughput_mbps": thr,
@@ -114,14 +123,14 @@ class RunResult:
     @cached_property
     def reverse_queue(self) -> pd.DataFrame:
         """The reverse bottleneck's queue (empty when the run has none)."""
-        q = self.record.get("reverse_queue_series")
+        q = self.record["reverse_queue_series"]
         return _queue_frame(q) if q else pd.DataFrame(columns=self.queue.columns)
 
     @cached_property
     def udp(self) -> pd.DataFrame:
         """One row per UDP source: rates, datagrams sent and received, loss."""
         rows = []
-        for i, u in enumerate(self.record.get("udp", [])):
+        for i, u in enumerate(self.record["udp"]):
             window_s = max(u["window_end_ns"] - u["window_start_ns"], 0) / 1e9
             rows.append(
                 {
@@ -141,7 +150,7 @@ class RunResult:
     def udp_timeseries(self) -> pd.DataFrame:
         """Long format: one row per (sample time, UDP source), wire bytes received."""
         frames = []
-        for i, s in enumerate(self.record.get("udp_series", [])):
+        for i, s in enumerate(self.record["udp_series"]):
             frames.append(
                 pd.DataFrame(
                     {
@@ -156,8 +165,8 @@ class RunResult:
     @cached_property
     def short_flows(self) -> pd.DataFrame:
         """One row per web flow: size, RTT, start and flow completion time (NaN if unfinished)."""
-        recs = self.record.get("short_flows", [])
-        gens = self.record.get("web", [])
+        recs = self.record["short_flows"]
+        gens = self.record["web"]
         if not recs:
             return pd.DataFrame(columns=_SHORT_FLOW_COLUMNS)
         g = np.asarray([r["generator"] for r in recs], dtype=np.int64)
@@ -194,7 +203,7 @@ class RunResult:
         flows = self.flows
         link = self.record["link"]
         window_s = (self.record["duration_ns"] - self.record["warmup_ns"]) / 1e9
-        capacity_bytes = link.get("window_capacity_bytes") or link["rate_bps"] * window_s / 8
+        capacity_bytes = link["window_capacity_bytes"] or link["rate_bps"] * window_s / 8
         # The mean rate over the window (rate changes and traces included).
         rate = capacity_bytes * 8 / window_s if window_s > 0 else link["rate_bps"]
         studied = flows[~flows.background] if len(flows) else flows
@@ -204,7 +213,7 @@ class RunResult:
         extra: dict[str, Any] = {}
         if len(self.udp):
             extra["udp_throughput_mbps"] = float(self.udp.throughput_mbps.sum())
-        if self.record.get("web"):
+        if self.record["web"]:
             # The web flows that started in the measurement window, like every other summary metric.
             web = web_metrics(self.short_flows, link_rates_bps(self.record), self.record["warmup_ns"] / 1e9, self.record["duration_ns"] / 1e9)
             extra["web_flows"] = int(web["web_flows"])
@@ -218,7 +227,7 @@ class RunResult:
             "aggregate_throughput_mbps": float(thr.sum()),
             **extra,
             "drops": int(link["drops_queue"] + link["drops_random"] + link["drops_aqm"]),
-            "ce_marks": int(link.get("ce_marks", 0)),
+            "ce_marks": int(link["ce_marks"]),
             "mean_queue_packets": float(self.queue.backlog_packets[self.queue.t_s > self.record["warmup_ns"] / 1e9].mean())
             if len(self.queue)
             else float("nan"),
@@ -226,7 +235,7 @@ class RunResult:
 
     @property
     def invariant_violations(self) -> list[str]:
-        return list(self.record.get("invariant_violations", []))
+        return list(self.record["invariant_violations"])
 
     # ---- serialisation ----
 
@@ -255,11 +264,15 @@ class RunResult:
         return json.dumps(self.to_dict(), indent=indent)
 
     def save(self, directory: str | Path) -> Path:
-        """Writes result.json, scenario.toml, record.json and Parquet tables (time series, queues, short flows, UDP)."""
+        """Writes result.json, scenario.toml (the document), resolved.json (the
+        engine's input and the metadata beside it), record.json and Parquet tables
+        (time series, queues, short flows, UDP)."""
         d = Path(directory)
         d.mkdir(parents=True, exist_ok=True)
         (d / "result.json").write_text(self.to_json(indent=2) + "\n")
         (d / "scenario.toml").write_text(self.scenario.to_toml())
+        sc = self.scenario
+        (d / "resolved.json").write_text(json.dumps({"backend": sc.backend, "engine": sc.engine, "meta": sc.meta.to_dict()}))
         (d / "record.json").write_text(json.dumps(self.record))
         self.timeseries.to_parquet(d / "timeseries.parquet", index=False)
         self.queue.to_parquet(d / "queue.parquet", index=False)
@@ -293,12 +306,33 @@ def _queue_frame(q: dict) -> pd.DataFrame:
 
 
 def load_result(directory: str | Path) -> RunResult:
-    """Reads back a result saved with `RunResult.save`."""
+    """Reads back a result saved with `RunResult.save` (its scenario as it was
+    resolved then: nothing is validated again)."""
     d = Path(directory)
     record = json.loads((d / "record.json").read_text())
-    scenario = Scenario.from_toml((d / "scenario.toml").read_text(), str(d / "scenario.toml"), record.get("backend", "sim"))
-    meta = json.loads((d / "result.json").read_text())
-    return RunResult(scenario=scenario, record=record, wall_time_s=meta.get("wall_time_s", 0.0))
+    path = str(d / "scenario.toml")
+    doc = parse_toml((d / "scenario.toml").read_text(), path)
+    resolved = d / "resolved.json"
+    if resolved.exists():
+        r = json.loads(resolved.read_text())
+        scenario = Scenario(doc=doc, engine=r["engine"], meta=Meta.from_dict(r["meta"]), path=path, backend=r["backend"])
+    else:  # saved before resolved.json existed: resolve the document, whatever its algorithms
+        scenario = Scenario.from_dict(doc, path, _any_algorithm(doc, record.get("backend", "sim")), check=False)
+    result = json.loads((d / "result.json").read_text())
+    return RunResult(scenario=scenario, record=record, wall_time_s=result.get("wall_time_s", 0.0))
+
+
+def _any_algorithm(doc: dict, backend: str) -> Catalogue:
+    """A catalogue that accepts every algorithm `doc` names (it ran with them)."""
+    tables = [t for key in ("flows", "web") for t in doc.get(key, []) if isinstance(t, dict)]
+    tables += BACKGROUNDS.get(doc.get("background", "none"), {}).get("flows", [])
+    names = engine_cca_names() | {t["cca"] for t in tables if isinstance(t.get("cca"), str)}
+
+    def ignore_files(files) -> Catalogue:
+        return catalogue
+
+    catalogue = Catalogue(backend=backend, names=frozenset(names), load_files=ignore_files)
+    return catalogue
 
 
 def _plain(v: Any) -> Any:

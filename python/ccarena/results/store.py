@@ -9,6 +9,11 @@ Parquet time series and the raw run records beside it.
     DIR/udp_series/<run>.parquet     UDP sinks' samples, runs with UDP sources
     DIR/records/<run>.json.gz        the engine's raw record (metrics can be recomputed from it)
 
+Each run's row keeps its scenario document, the engine's input and the
+metadata beside it (``runs.scenario_meta``: flow groups, background set-up,
+Python algorithms), so its metrics are recomputed from the record alone,
+never by resolving its scenario again.
+
 Only the process that runs a sweep writes (workers return records). Files are
 written under a temporary name and renamed; then the run's rows go into the
 database in one transaction. A sweep killed at any instant therefore leaves a
@@ -36,13 +41,18 @@ import pandas as pd
 from ..version import __version__
 from ..errors import StoreError
 from .metrics import flow_metrics, mean_ci, run_metrics
-from ..scenario.model import Scenario, dump_toml
+from .result import RunResult
+from ..scenario.document import dump_toml
+from ..scenario.flows import flow_groups_of
+from ..scenario.model import Meta, Scenario
+from ..scenario.units import numeric
 
 __all__ = ["Store", "Results", "load", "StoreError", "analyse", "DB_NAME", "SCHEMA_VERSION"]
 
 DB_NAME = "ccarena.duckdb"
 # 2: flows.direction and flows.background; the short_flows and udp tables.
-SCHEMA_VERSION = 2
+# 3: runs.scenario_meta (the metadata beside the engine's input: flow groups, ...).
+SCHEMA_VERSION = 3
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR);
@@ -63,7 +73,7 @@ CREATE TABLE IF NOT EXISTS params (
 CREATE TABLE IF NOT EXISTS runs (
     run_id VARCHAR PRIMARY KEY, scenario_hash VARCHAR, seed UBIGINT, ccarena_version VARCHAR,
     status VARCHAR, error VARCHAR, wall_time_s DOUBLE, simulated_s DOUBLE, events UBIGINT,
-    scenario VARCHAR, engine_config VARCHAR, finished_at TIMESTAMP
+    scenario VARCHAR, engine_config VARCHAR, finished_at TIMESTAMP, scenario_meta VARCHAR
 );
 CREATE TABLE IF NOT EXISTS flows (
     run_id VARCHAR, flow INTEGER, "group" INTEGER, label VARCHAR, cca VARCHAR,
@@ -87,8 +97,16 @@ CREATE TABLE IF NOT EXISTS udp (
 );
 """
 
-# Columns that schema 1 lacked, with the values its runs had (created with ALTER TABLE).
-_ADDED_COLUMNS = {"flows": [("direction", "VARCHAR DEFAULT 'forward'"), ("background", "BOOLEAN DEFAULT false")]}
+# Columns older schemas lacked, with the values their runs had (created with ALTER TABLE;
+# runs.scenario_meta is then filled by _fill_meta).
+_ADDED_COLUMNS = {
+    "flows": [("direction", "VARCHAR DEFAULT 'forward'"), ("background", "BOOLEAN DEFAULT false")],
+    "runs": [("scenario_meta", "VARCHAR")],
+}
+_RUN_COLUMNS = (
+    "run_id, scenario_hash, seed, ccarena_version, status, error, wall_time_s, simulated_s, events, scenario, engine_config, "
+    "finished_at, scenario_meta"
+)
 # Tables that hold rows of one run each (deleted and rewritten together).
 _RUN_TABLES = ("runs", "flows", "metrics", "short_flows", "udp")
 
@@ -131,18 +149,13 @@ def _json(v: Any) -> str:
 
 
 def _num(v: Any) -> float | None:
-    from ..experiments.sweep import numeric
-
     x = numeric(v)
     return None if x is None or (isinstance(x, float) and math.isnan(x)) else x
 
 
-def analyse(doc: dict, engine: dict, record: dict, wall_time_s: float = 0.0):
+def analyse(scenario: Scenario, record: dict, wall_time_s: float = 0.0):
     """Record -> (RunResult, flows DataFrame, flow metrics, run metrics). Pure: no I/O."""
-    from .result import RunResult
-
-    sc = Scenario(doc=doc, engine=engine)
-    result = RunResult(scenario=sc, record=record, wall_time_s=wall_time_s)
+    result = RunResult(scenario=scenario, record=record, wall_time_s=wall_time_s)
     fm = flow_metrics(result)
     rm = run_metrics(result, fm)
     return result, result.flows, fm, rm
@@ -193,9 +206,10 @@ class Store:
     def _migrate(self) -> None:
         """Creates the tables, or brings a database of an older schema to this one:
         missing tables are created, missing columns added with the values the
-        old runs had, and the runs whose traffic the old schema could not hold
-        (background or reverse flows, web traffic, UDP) analysed again from
-        their stored records. Nothing is deleted."""
+        old runs had (schema 3: each run's metadata, from its document), and
+        the runs whose traffic schema 1 could not hold (background or reverse
+        flows, web traffic, UDP) analysed again from their stored records.
+        Nothing is deleted."""
         con = self.con
         try:
             row = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
@@ -216,6 +230,8 @@ class Store:
                         con.execute(f"ALTER TABLE {table} ADD COLUMN {name} {decl}")
 
         self._transaction(tx)
+        if old < 3:
+            self._fill_meta()
         if old < 2:
             self._reanalyse(_needs_traffic_tables)
         self.con.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
@@ -225,7 +241,7 @@ class Store:
         """The open connection; opened on first use, waiting while another
         process holds the database (DuckDB lets one process at a time in)."""
         if self._con is None:
-            import duckdb
+            import duckdb  # loaded on first use: importing the store to read its paths needs none of it
 
             deadline = time.monotonic() + self.lock_wait_s
             while True:
@@ -305,10 +321,10 @@ class Store:
     def failed(self) -> set[str]:
         return {r[0] for r in self.con.execute("SELECT run_id FROM runs WHERE status = 'error'").fetchall()}
 
-    def register_experiment(self, experiment_id: str, name: str, variant: str, doc: dict, specs: list) -> None:
-        """Creates or replaces an experiment and the list of runs it is made of (one transaction)."""
-        from ..experiments.sweep import describe_axes
-
+    def register_experiment(self, experiment_id: str, name: str, variant: str, doc: dict, specs: list, axes: list[dict]) -> None:
+        """Creates or replaces an experiment and the list of runs it is made of
+        (one transaction); `axes` describes its sweep's axes for reports
+        (name, fields, labels of each)."""
         def tx():
             self.con.execute("DELETE FROM experiments WHERE experiment_id = ?", [experiment_id])
             self.con.execute("DELETE FROM experiment_runs WHERE experiment_id = ?", [experiment_id])
@@ -318,7 +334,7 @@ class Store:
                 [
                     experiment_id, name, variant, str(doc.get("description", "")), str(doc.get("source", "")),
                     str(doc.get("notes", "")), _json(doc.get("requires", [])), dump_toml(doc),
-                    _json(describe_axes(doc)), _json(doc.get("figures", [])), len(specs), __version__, _now(),
+                    _json(axes), _json(doc.get("figures", [])), len(specs), __version__, _now(),
                 ],
             )
             er = pd.DataFrame(
@@ -345,13 +361,14 @@ class Store:
 
         Returns the run-level metrics."""
         record = json.loads(record_json)
-        result, flows, fm, rm = analyse(spec.doc, spec.engine, record, wall_time_s)
+        scenario = Scenario(doc=spec.doc, engine=spec.engine, meta=spec.meta)
+        result, flows, fm, rm = analyse(scenario, record, wall_time_s)
         rid = spec.run_id
         _atomic_write(self.record_path(rid), gzip.compress(record_json.encode(), compresslevel=5))
         _atomic_parquet(result.timeseries, self.timeseries_path(rid))
         _atomic_parquet(result.queue, self.queue_path(rid))
         self._write_traffic_files(rid, result)
-        self._insert_rows(rid, spec.scenario_hash, spec.seed, spec.doc, spec.engine, record, wall_time_s, result, fm, rm)
+        self._insert_rows(rid, spec.scenario_hash, spec.seed, scenario, record, wall_time_s, result, fm, rm)
         return rm
 
     def _write_traffic_files(self, rid: str, result) -> None:
@@ -360,7 +377,7 @@ class Store:
         if len(result.udp):
             _atomic_parquet(result.udp_timeseries, self.udp_series_path(rid))
 
-    def _insert_rows(self, rid, scenario_hash, seed, doc, engine, record, wall_time_s, result, fm, rm) -> None:
+    def _insert_rows(self, rid, scenario_hash, seed, scenario: Scenario, record, wall_time_s, result, fm, rm) -> None:
         fdf = result.flows.reset_index()
         fdf.insert(0, "run_id", rid)
         fdf = fdf[_FLOW_COLUMNS]
@@ -373,15 +390,14 @@ class Store:
         mrows = [(rid, None, k, _finite(v)) for k, v in rm.items()]
         mrows += [(rid, i, k, _finite(v)) for i, m in enumerate(fm) for k, v in m.items()]
         mdf = pd.DataFrame(mrows, columns=["run_id", "flow", "name", "value"]).astype({"flow": "Int64"})
-        engine_public = {k: v for k, v in engine.items() if not k.startswith("_")}
 
         def tx():
             for table in _RUN_TABLES:
                 self.con.execute(f"DELETE FROM {table} WHERE run_id = ?", [rid])
             self.con.execute(
-                "INSERT INTO runs VALUES (?, ?, ?, ?, 'ok', NULL, ?, ?, ?, ?, ?, ?)",
+                f"INSERT INTO runs ({_RUN_COLUMNS}) VALUES (?, ?, ?, ?, 'ok', NULL, ?, ?, ?, ?, ?, ?, ?)",
                 [rid, scenario_hash, seed, __version__, wall_time_s, record["duration_ns"] / 1e9, record.get("events", 0),
-                 _json(doc), _json(engine_public), _now()],
+                 _json(scenario.doc), _json(scenario.engine), _now(), _json(scenario.meta.to_dict())],
             )
             self._insert_df("flows", fdf)
             self._insert_df("metrics", mdf)
@@ -394,15 +410,15 @@ class Store:
 
     def store_failure(self, spec, error: str, wall_time_s: float) -> None:
         """Records a run that crashed, with its error (it will be retried by the next sweep)."""
-        engine_public = {k: v for k, v in (spec.engine or {}).items() if not k.startswith("_")}
+        meta = spec.meta.to_dict() if spec.meta is not None else None
 
         def tx():
             for table in _RUN_TABLES:
                 self.con.execute(f"DELETE FROM {table} WHERE run_id = ?", [spec.run_id])
             self.con.execute(
-                "INSERT INTO runs VALUES (?, ?, ?, ?, 'error', ?, ?, ?, 0, ?, ?, ?)",
+                f"INSERT INTO runs ({_RUN_COLUMNS}) VALUES (?, ?, ?, ?, 'error', ?, ?, ?, 0, ?, ?, ?, ?)",
                 [spec.run_id, spec.scenario_hash, spec.seed, __version__, error[:4000], wall_time_s, spec.simulated_s,
-                 _json(spec.doc), _json(engine_public), _now()],
+                 _json(spec.doc), _json(spec.engine or {}), _now(), None if meta is None else _json(meta)],
             )
 
         self._transaction(tx)
@@ -413,20 +429,24 @@ class Store:
 
     def _reanalyse(self, select=None, progress=None, strict: bool = False) -> int:
         """Analyses stored runs again from their records (those whose engine
-        configuration `select` accepts; all without it). With `strict` off a
-        run that cannot be analysed (record gone, scenario no longer valid)
-        keeps the rows it has."""
-        rows = self.con.execute("SELECT run_id, scenario_hash, seed, scenario, engine_config, wall_time_s FROM runs WHERE status = 'ok'").fetchall()
+        configuration `select` accepts; all without it), with the scenario as
+        stored (document, engine input, metadata): nothing is resolved again.
+        With `strict` off a run that cannot be analysed (record gone, no
+        metadata) keeps the rows it has."""
+        rows = self.con.execute(
+            "SELECT run_id, scenario_hash, seed, scenario, engine_config, scenario_meta, wall_time_s FROM runs WHERE status = 'ok'"
+        ).fetchall()
         rows = [r for r in rows if select is None or select(json.loads(r[4]))]
         done = 0
-        for k, (rid, sh, seed, doc, engine, wall) in enumerate(rows):
+        for k, (rid, sh, seed, doc, engine, meta, wall) in enumerate(rows):
             try:
+                if meta is None:
+                    raise StoreError(f"run {rid}: stored without its scenario's metadata (its flow groups could not be recovered)")
                 record = self.record(rid)
-                doc, engine = json.loads(doc), json.loads(engine)
-                engine["_groups"] = Scenario.from_dict(doc).engine["_groups"]
-                result, _, fm, rm = analyse(doc, engine, record, wall)
+                scenario = Scenario(doc=json.loads(doc), engine=json.loads(engine), meta=Meta.from_dict(json.loads(meta)))
+                result, _, fm, rm = analyse(scenario, record, wall)
                 self._write_traffic_files(rid, result)
-                self._insert_rows(rid, sh, seed, doc, engine, record, wall, result, fm, rm)
+                self._insert_rows(rid, sh, seed, scenario, record, wall, result, fm, rm)
                 done += 1
             except Exception:
                 if strict:
@@ -434,6 +454,30 @@ class Store:
             if progress:
                 progress(k + 1, len(rows))
         return done
+
+    def _fill_meta(self) -> None:
+        """Schema 3: each stored run's metadata, recovered from its document
+        (the flow groups are the flow tables' counts). Runs whose document
+        does not tell them keep none, and cannot be analysed again."""
+        rows = self.con.execute("SELECT run_id, scenario, engine_config FROM runs WHERE scenario_meta IS NULL").fetchall()
+        filled = []
+        for rid, doc_json, engine_json in rows:
+            try:
+                doc, engine = json.loads(doc_json), json.loads(engine_json)
+                groups = flow_groups_of(doc)
+            except (KeyError, TypeError, ValueError, AttributeError):  # a document of another shape: leave it
+                continue
+            if len(groups) != len(engine.get("flows", [])):
+                continue
+            meta = Meta(flow_groups=tuple(groups), background=doc.get("background", "none"))
+            filled.append((_json(meta.to_dict()), rid))
+
+        def tx():
+            for meta_json, rid in filled:
+                self.con.execute("UPDATE runs SET scenario_meta = ? WHERE run_id = ?", [meta_json, rid])
+
+        if filled:
+            self._transaction(tx)
 
     # ---- reads ----
 
@@ -550,11 +594,16 @@ class Results:
     def record(self, run_id: str) -> dict:
         return json.loads(gzip.decompress((self.directory / "records" / f"{run_id}.json.gz").read_bytes()))
 
-    def result(self, run_id: str):
-        from .result import RunResult
-
+    def result(self, run_id: str) -> RunResult:
+        """The run as a ``RunResult``, its scenario as stored (not resolved again)."""
         row = self.runs[self.runs.run_id == run_id].iloc[0]
-        sc = Scenario.from_dict(json.loads(row.scenario))
+        doc, engine = json.loads(row.scenario), json.loads(row.engine_config)
+        with Store(self.directory, read_only=True) as st:
+            has_meta = st.schema_version >= 3
+            stored = st.con.execute("SELECT scenario_meta FROM runs WHERE run_id = ?", [run_id]).fetchone() if has_meta else None
+        # A database that could not be upgraded: its metadata from the document, as the upgrade would.
+        meta = Meta.from_dict(json.loads(stored[0])) if stored and stored[0] else Meta(tuple(flow_groups_of(doc)), doc.get("background", "none"))
+        sc = Scenario(doc=doc, engine=engine, meta=meta)
         return RunResult(scenario=sc, record=self.record(run_id), wall_time_s=float(row.wall_time_s))
 
     def param_names(self, experiment_id: str) -> list[str]:

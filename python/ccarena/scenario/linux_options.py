@@ -1,5 +1,6 @@
 """The ``[linux]`` table of a scenario: options of the linux backend only
-(the simulator ignores them). Documented in docs/linux-backend.md.
+(the simulator ignores them, but they are checked for every scenario so that
+a typo is found before a kernel run). Documented in docs/linux-backend.md.
 
     [linux]
     offloads = false        # TSO/GSO/GRO on every veth (true: the kernel's default)
@@ -10,6 +11,10 @@
 from __future__ import annotations
 
 from typing import Any
+
+from ..errors import ScenarioError, UnitError
+from .checks import boolean, check_keys
+from .units import parse_size
 
 __all__ = ["resolve_linux_options", "FRAME_BYTES", "auto_burst"]
 
@@ -25,20 +30,12 @@ def auto_burst(rate_bps: int) -> int:
 
 
 def resolve_linux_options(table: Any, rate_bps: int) -> dict:
-    from .model import ScenarioError
-    from .units import UnitError, parse_size
-
-    if not isinstance(table, dict):
-        raise ScenarioError("linux", f"must be a table, got {table!r}")
-    for key in table:
-        if key not in _KEYS:
-            raise ScenarioError(f"linux.{key}", f"unknown field; allowed: {', '.join(sorted(_KEYS))}")
+    """The options with their defaults filled in (`rate_bps`: the bottleneck's)."""
+    check_keys(table, _KEYS, "linux")
     out = {"offloads": False, "rps": True, "tbf_burst": auto_burst(rate_bps)}
     for key in ("offloads", "rps"):
         if key in table:
-            if not isinstance(table[key], bool):
-                raise ScenarioError(f"linux.{key}", f"must be true or false, got {table[key]!r}")
-            out[key] = table[key]
+            out[key] = boolean(table[key], f"linux.{key}")
     burst = table.get("tbf_burst", "auto")
     if burst != "auto":
         try:

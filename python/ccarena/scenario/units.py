@@ -3,11 +3,14 @@
 or bandwidth-delay products ("1.5bdp"). Each parser returns engine units
 (nanoseconds, bits per second, bytes) or raises ``UnitError`` with a message
 that says what is allowed; callers prefix it with the field name.
+``numeric``/``unit_of`` read a value written with a unit as a plain number
+for tables and plots (durations in ms, rates in Mbps).
 """
 
 from __future__ import annotations
 
 import math
+from typing import Any
 import re
 
 from ..errors import UnitError
@@ -21,6 +24,8 @@ __all__ = [
     "format_duration",
     "format_rate",
     "format_size",
+    "numeric",
+    "unit_of",
 ]
 
 
@@ -152,3 +157,47 @@ def format_size(b: int | float) -> str:
         if abs(b) >= factor:
             return f"{b / factor:g}{unit}"
     return f"{b:g}B"
+
+
+def numeric(value: Any) -> float | None:
+    """A swept value as a number for plotting: durations in ms, rates in Mbps,
+    buffers in packets or bytes as written, plain numbers as they are."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    if not isinstance(value, str):
+        return None
+    for parse, scale in ((parse_duration, 1e-6), (parse_rate, 1e-6)):
+        try:
+            return parse(value) * scale
+        except UnitError:
+            pass
+    try:
+        kind, amount = parse_buffer(value)
+        return float(amount)
+    except UnitError:
+        return None
+
+
+def unit_of(value: Any) -> str:
+    """The unit `numeric` converted `value` to ('ms', 'Mbps', 'packets', ...)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return ""
+    if isinstance(value, str):
+        try:
+            parse_duration(value)
+            return "ms"
+        except UnitError:
+            pass
+        try:
+            parse_rate(value)
+            return "Mbps"
+        except UnitError:
+            pass
+        try:
+            kind, _ = parse_buffer(value)
+            return {"packets": "packets", "bytes": "bytes", "bdp": "BDP"}[kind]
+        except UnitError:
+            pass
+    return ""

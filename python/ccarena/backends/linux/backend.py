@@ -1,7 +1,7 @@
 """The linux backend: runs a scenario on this machine's kernel TCP and returns
 the same `RunResult` (the same record structure) as the simulator.
 
-    >>> from ccarena.linux import run_linux
+    >>> from ccarena.backends.linux import run_linux
     >>> r = run_linux("quickstart")       # needs root; see docs/linux-backend.md
 
 A run: clean leftovers of dead runs, register the project's BPF algorithms
@@ -36,11 +36,15 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from ...errors import ScenarioError
+from ...results.record import RunRecord, normalise
 from ...results.result import RunResult
-from ...scenario.model import Scenario, ScenarioError, load_scenario
-from .cleanup import cleanup, live_runs, registered_bpf, unregister_bpf
-from .host import DELAY_BIN, LinuxBackendUnavailable, bpf_ccas, check_host, has_netem, kernel_ccas, kernel_hz, popen, sh
 from ...scenario.linux_options import FRAME_BYTES
+from ...scenario.model import Scenario
+from .cleanup import cleanup, live_runs, registered_bpf, unregister_bpf
+from .host import (
+    DELAY_BIN, LinuxBackendUnavailable, bpf_ccas, check_host, has_netem, kernel_ccas, kernel_hz, linux_catalogue, popen, sh,
+)
 from .sampling import sample_flow
 from .topology import MAX_FLOWS, PORT, Dumbbell, receiver_addr
 
@@ -97,9 +101,7 @@ def run_linux(
     namespaces, missing tools). `keep_dir`, if given, receives the raw iperf3
     JSON and delay-program statistics.
     """
-    sc = load_scenario(scenario, backend="linux")
-    if overrides:
-        sc = sc.with_overrides(overrides)
+    sc = Scenario.load(scenario, linux_catalogue(), overrides)
     notes = check_scenario(sc)
     check_host(need_delay=True)
     need_bpf = sorted({f["cca"] for f in sc.engine["flows"]} & set(bpf_ccas()) - set(kernel_ccas()))
@@ -146,7 +148,7 @@ class _Run:
         self.duration = e["run"]["duration"]
         self.warmup = e["run"]["warmup"]
         self.interval = e["run"]["sample_interval"]
-        opts = e["_linux"]
+        opts = sc.meta.linux
         rate = e["network"]["bottleneck_rate"]
         buf = e["network"]["buffer"]
         if "packets" in buf:
@@ -421,7 +423,9 @@ def _data_start(run: _Run, i: int, ts: list[float], cum: list[int]) -> float:
     return (launched if launched is not None else run.flows[i]["start"] / 1e9) + 3 * rtt
 
 
-def build_record(run: _Run) -> dict:
+def build_record(run: _Run) -> RunRecord:
+    """The run's record in the simulator's shape (``results.record``): what
+    this backend measures, the rest filled by ``normalise``."""
     e = run.e
     interval = run.interval
     ticks = len(run.sample_times)
@@ -532,7 +536,7 @@ def build_record(run: _Run) -> dict:
         "ce_marks": 0,
         "window_bytes_out": out_at_end - out_at_warmup,
     }
-    return {
+    return normalise({
         "backend": "linux",
         "flows": flows,
         "flow_series": series,
@@ -559,4 +563,4 @@ def build_record(run: _Run) -> dict:
             "late_samples": sum(1 for k, t in enumerate(run.sample_times) if t - (k + 1) * interval / 1e9 > 0.02),
             "notes": run.notes,
         },
-    }
+    })

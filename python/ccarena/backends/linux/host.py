@@ -19,11 +19,13 @@ import subprocess
 from pathlib import Path
 
 from ...errors import BackendUnavailable
+from ...scenario.catalogue import Catalogue
 
 __all__ = [
     "LinuxBackendUnavailable",
     "check_host",
     "linux_cca_names",
+    "linux_catalogue",
     "kernel_ccas",
     "bpf_ccas",
     "BIN_DIR",
@@ -61,6 +63,26 @@ def linux_cca_names() -> list[str]:
     if "reno" in names:
         names.add("newreno")
     return sorted(names)
+
+
+def linux_catalogue() -> Catalogue:
+    """What scenarios on the linux backend may use: the kernel's algorithms
+    (and the project's BPF ones) with their defaults, forward TCP flows over
+    a fixed path. Python algorithms do not run here (their files are not loaded)."""
+
+    def ignore_files(files) -> Catalogue:
+        return catalogue
+
+    catalogue = Catalogue(
+        backend="linux",
+        names=frozenset(linux_cca_names()),
+        scope=" on the linux backend (this kernel's and the project's BPF algorithms)",
+        no_params="the linux backend runs the kernel's algorithms with their defaults; allowed: {} (none)",
+        features=frozenset(),
+        refusal="the linux backend runs forward TCP flows over a fixed path; {features} need the simulator (--backend sim)",
+        load_files=ignore_files,
+    )
+    return catalogue
 
 
 def kernel_hz() -> int | None:

@@ -25,6 +25,7 @@ r_i (see docs/linux-backend.md for the mapping).
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import subprocess
@@ -202,8 +203,6 @@ class Dumbbell:
     # ---- measurement helpers ----
     def tbf_stats(self) -> dict:
         """tbf counters: bytes and packets sent, drops, backlog (bytes, packets)."""
-        import json
-
         p = subprocess.run(["tc", "-n", self.left, "-s", "-j", "qdisc", "show", "dev", "btl"], capture_output=True, text=True, timeout=10)
         for q in json.loads(p.stdout or "[]"):
             if q.get("kind") == "tbf":

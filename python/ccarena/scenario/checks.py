@@ -1,0 +1,102 @@
+"""The small checks every part of a scenario uses, so that a message reads the
+same wherever the mistake is: unknown keys, missing fields, values with units,
+integers, probabilities, true/false. Each takes the dotted path of the value
+(``where``) and raises ``ScenarioError`` naming it.
+
+``engine_error`` is the one place that turns an error the engine raised while
+checking its input back into a ``ScenarioError``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any, Callable
+
+from ..errors import ScenarioError, UnitError
+from .units import parse_duration
+
+__all__ = [
+    "check_keys",
+    "unit",
+    "require",
+    "int_in",
+    "prob",
+    "number",
+    "boolean",
+    "positive_duration",
+    "engine_error",
+]
+
+
+def check_keys(table: Any, allowed: set[str] | dict, where: str) -> dict:
+    """`table` as a dict whose keys are all in `allowed`."""
+    if not isinstance(table, dict):
+        raise ScenarioError(where, f"must be a table, got {table!r}")
+    for key in table:
+        if key not in allowed:
+            raise ScenarioError(f"{where}.{key}" if where else key, f"unknown field; allowed: {', '.join(sorted(allowed))}")
+    return table
+
+
+def unit(parse: Callable[[Any], Any], value: Any, where: str) -> Any:
+    """`parse(value)` (a parser of ``units``), its ``UnitError`` named for `where`."""
+    try:
+        return parse(value)
+    except UnitError as e:
+        raise ScenarioError(where, str(e)) from None
+
+
+def require(table: dict, key: str, where: str) -> Any:
+    if key not in table:
+        raise ScenarioError(f"{where}.{key}", "missing required field")
+    return table[key]
+
+
+def int_in(value: Any, where: str, lo: int, hi: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ScenarioError(where, f"must be an integer in {lo}..{hi}, got {value!r}")
+    if not lo <= value <= hi:
+        raise ScenarioError(where, f"must be in {lo}..{hi}, got {value}")
+    return value
+
+
+def prob(value: Any, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ScenarioError(where, f"must be a probability in [0, 1], got {value!r}")
+    if not 0.0 <= float(value) <= 1.0:
+        raise ScenarioError(where, f"must be a probability in [0, 1], got {value}")
+    return float(value)
+
+
+def number(value: Any, where: str, lo: float = -math.inf, hi: float = math.inf) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not lo <= value <= hi:
+        raise ScenarioError(where, f"must be a number in [{lo:g}, {hi:g}], got {value!r}")
+    return float(value)
+
+
+def boolean(value: Any, where: str) -> bool:
+    if not isinstance(value, bool):
+        raise ScenarioError(where, f"must be true or false, got {value!r}")
+    return value
+
+
+def positive_duration(value: Any, where: str) -> int:
+    ns = unit(parse_duration, value, where)
+    if ns <= 0:
+        raise ScenarioError(where, "must be positive")
+    return ns
+
+
+_ENGINE_FIELD = re.compile(r"([\w\[\]\.]+): (.*)")
+
+
+def engine_error(error: ValueError) -> ScenarioError:
+    """The engine's complaint about its input as a ``ScenarioError``.
+
+    The engine's messages start with the dotted field (``flows[1].rtt: must be
+    positive``); this recovers it from the text.
+    """
+    text = str(error)
+    m = _ENGINE_FIELD.match(text)
+    return ScenarioError(m.group(1), m.group(2)) if m else ScenarioError("scenario", text)

@@ -1,0 +1,130 @@
+"""Scenario documents as written: where one comes from (a TOML file, a preset
+name, TOML text), dotted-field overrides (``--set run.duration=10s``), and
+writing a document back as TOML. Documents are plain dicts; checking them is
+``model``'s work.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from ..errors import ScenarioError
+from .presets import preset_path
+
+__all__ = ["read_document", "parse_toml", "apply_overrides", "parse_override", "dump_toml"]
+
+
+def parse_toml(text: str, path: str | None = None) -> dict:
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ScenarioError("", f"{path or 'scenario'}: not valid TOML: {e}") from None
+
+
+def read_document(source: str | Path) -> tuple[dict, str | None]:
+    """The document `source` names and the file it came from (None for text):
+    TOML text (it has a newline), a file path, or a preset name."""
+    text = str(source)
+    if "\n" in text:
+        return parse_toml(text), None
+    p = Path(text)
+    if not p.is_file():
+        preset = preset_path(text)
+        if preset is None:
+            if p.suffix == ".toml" or p.exists():
+                raise ScenarioError("", f"{text}: no such file")
+            raise ScenarioError("", f"{text}: no such file or preset; see `ccarena list experiments`")
+        p = preset
+    return parse_toml(p.read_text(), str(p)), str(p)
+
+
+_PATH_PART = re.compile(r"([A-Za-z_][\w-]*)(?:\[(\d+)\])?")
+
+
+def apply_overrides(doc: dict, overrides: dict[str, Any]) -> dict:
+    """Sets dotted fields, e.g. {'run.duration': '10s', 'flows[0].cca': 'reno'}."""
+    doc = copy.deepcopy(doc)
+    for dotted, value in overrides.items():
+        parts = dotted.split(".")
+        node: Any = doc
+        for k, part in enumerate(parts):
+            m = _PATH_PART.fullmatch(part)
+            if not m:
+                raise ScenarioError(dotted, "not a field path such as run.duration or flows[0].cca")
+            key, index = m.group(1), m.group(2)
+            last = k == len(parts) - 1
+            if index is not None:
+                seq = node.get(key) if isinstance(node, dict) else None
+                if not isinstance(seq, list) or int(index) >= len(seq):
+                    raise ScenarioError(dotted, f"{key}[{index}] does not exist")
+                if last:
+                    seq[int(index)] = value
+                else:
+                    node = seq[int(index)]
+            else:
+                if not isinstance(node, dict):
+                    raise ScenarioError(dotted, f"{part} is not inside a table")
+                if last:
+                    node[key] = value
+                else:
+                    node = node.setdefault(key, {})
+    return doc
+
+
+def parse_override(text: str) -> tuple[str, Any]:
+    """'run.duration=10s' -> ('run.duration', '10s'); values use TOML syntax when they can."""
+    if "=" not in text:
+        raise ScenarioError(text, "expected FIELD=VALUE, e.g. run.duration=10s")
+    key, raw = text.split("=", 1)
+    key, raw = key.strip(), raw.strip()
+    try:
+        value = tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        value = raw
+    return key, value
+
+
+_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def _toml_key(k: str) -> str:
+    """A key as TOML needs it: bare when it can be, else quoted (e.g. "flows[1].rtt")."""
+    return k if _BARE_KEY.fullmatch(k) else json.dumps(k)
+
+
+def _toml_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    if isinstance(v, str):
+        return json.dumps(v)
+    if isinstance(v, list):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "{ " + ", ".join(f"{_toml_key(k)} = {_toml_value(x)}" for k, x in v.items()) + " }"
+    raise TypeError(f"cannot write {v!r} as TOML")
+
+
+def dump_toml(doc: dict) -> str:
+    """Writes a scenario document back as TOML (tables, arrays of tables, inline values)."""
+    lines: list[str] = []
+    scalars = {k: v for k, v in doc.items() if not isinstance(v, (dict, list)) or (isinstance(v, list) and not all(isinstance(x, dict) for x in v))}
+    for k, v in scalars.items():
+        lines.append(f"{_toml_key(k)} = {_toml_value(v)}")
+    for k, v in doc.items():
+        if isinstance(v, dict):
+            lines.append(f"\n[{_toml_key(k)}]")
+            for kk, vv in v.items():
+                lines.append(f"{_toml_key(kk)} = {_toml_value(vv)}")
+        elif isinstance(v, list) and v and all(isinstance(x, dict) for x in v):
+            for item in v:
+                lines.append(f"\n[[{_toml_key(k)}]]")
+                for kk, vv in item.items():
+                    lines.append(f"{_toml_key(kk)} = {_toml_value(vv)}")
+    return "\n".join(lines).lstrip() + "\n"

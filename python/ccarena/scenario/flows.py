@@ -1,0 +1,149 @@
+"""The long-lived TCP flows of a scenario: its ``[[flows]]`` tables and those
+of its background set-up, each expanded into ``count`` engine flows.
+
+Which algorithms a flow may name comes from the backend's ``Catalogue``.
+The index of the table each engine flow came from (its group) is kept
+beside the engine's input (``Meta.flow_groups``): metrics such as the
+inter-group throughput ratio need it.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any, Callable
+
+from ..errors import ScenarioError
+from .catalogue import Catalogue
+from .checks import boolean, check_keys, int_in, require, unit
+from .network import resolve_jitter
+from .tcp import resolve_tcp
+from .traffic import BACKGROUNDS, direction_of, resolve_dist, sample_dist
+from .units import parse_duration, parse_size
+
+__all__ = ["flow_tables", "resolve_flows", "flow_groups_of"]
+
+_FLOW_KEYS = {
+    "cca", "rtt", "count", "start", "stagger", "stop", "size", "label", "cca_params", "tcp", "direction", "background",
+    "jitter",
+}
+
+
+def flow_tables(doc: dict) -> list[tuple[str, Any, int, bool]]:
+    """(where, table, start offset in ns, from the background set-up) of every
+    flow table: the scenario's own, delayed by the set-up's `interest_start`,
+    then the background set-up's. The document's `flows` and `background`
+    must have been checked."""
+    setup = BACKGROUNDS[doc.get("background", "none")]
+    interest_start = parse_duration(setup.get("interest_start", 0))
+    background = doc.get("background", "none")
+    tables = [(f"flows[{i}]", g, interest_start, False) for i, g in enumerate(doc["flows"])]
+    tables += [(f"background[{background}].flows[{k}]", g, 0, True) for k, g in enumerate(setup.get("flows", []))]
+    return tables
+
+
+def flow_groups_of(doc: dict) -> list[int]:
+    """The group (flow table index) of each engine flow of a valid scenario
+    document, from the tables' counts alone (no resolution)."""
+    return [i for i, (_, table, _, _) in enumerate(flow_tables(doc)) for _ in range(table.get("count", 1))]
+
+
+def _per_flow(value: Any, count: int, parse: Callable[[Any], int], where: str) -> list:
+    """A value for each of `count` flows: one value for all, or a list of `count`."""
+    if isinstance(value, list):
+        if len(value) != count:
+            raise ScenarioError(where, f"gives {len(value)} values for count = {count} flows")
+        return [unit(parse, v, f"{where}[{i}]") for i, v in enumerate(value)]
+    return [unit(parse, value, where)] * count
+
+
+def _check_cca(group: dict, where: str, catalogue: Catalogue) -> tuple[str, dict]:
+    """The flow table's algorithm and its parameters, checked against the catalogue."""
+    cca = require(group, "cca", where)
+    names = catalogue.names
+    if not isinstance(cca, str) or cca not in names:
+        raise ScenarioError(f"{where}.cca", f"unknown congestion control {cca!r}{catalogue.scope}; allowed: {', '.join(sorted(names))}")
+    return cca, group.get("cca_params", {})
+
+
+def _check_params(cca: str, params: Any, where: str, catalogue: Catalogue) -> dict:
+    if not isinstance(params, dict):
+        raise ScenarioError(where, "must be a table such as { hystart = false }")
+    if cca in catalogue.python and catalogue.check_params is not None:
+        # Python algorithms check their own parameters (the engine checks the built-in ones).
+        try:
+            catalogue.check_params(cca, params)
+        except (TypeError, ValueError) as e:
+            raise ScenarioError(where, str(e)) from None
+    if catalogue.no_params is not None and params:
+        raise ScenarioError(where, catalogue.no_params)
+    return params
+
+
+def _resolve_group(group: Any, where: str, catalogue: Catalogue, base_tcp: dict, seed: int, offset: int,
+                   from_setup: bool) -> list[dict]:
+    """The engine flows of one flow table."""
+    check_keys(group, _FLOW_KEYS, where)
+    cca, params = _check_cca(group, where, catalogue)
+    count = int_in(group.get("count", 1), f"{where}.count", 1, 10_000)
+    rtt_value = require(group, "rtt", where)
+    if isinstance(rtt_value, dict):
+        # RTTs drawn per flow from the run's seed: repetitions draw afresh.
+        dist = resolve_dist(rtt_value, parse_duration, f"{where}.rtt")
+        rng = random.Random(f"{seed}:{where}.rtt")
+        rtts = [max(1000, int(round(sample_dist(dist, rng)))) for _ in range(count)]
+    else:
+        rtts = _per_flow(rtt_value, count, parse_duration, f"{where}.rtt")
+    for r in rtts:
+        if r <= 0:
+            raise ScenarioError(f"{where}.rtt", "must be positive")
+    starts = _per_flow(group.get("start", 0), count, parse_duration, f"{where}.start")
+    if "stagger" in group:
+        step = unit(parse_duration, group["stagger"], f"{where}.stagger")
+        starts = [s + j * step for j, s in enumerate(starts)]
+    starts = [s + offset for s in starts]
+    stops = _per_flow(group["stop"], count, parse_duration, f"{where}.stop") if "stop" in group else [None] * count
+    stops = [s + offset if s is not None else None for s in stops]
+    size = None
+    if "size" in group:
+        size = unit(parse_size, group["size"], f"{where}.size")
+        if size <= 0:
+            raise ScenarioError(f"{where}.size", "must be positive")
+    params = _check_params(cca, params, f"{where}.cca_params", catalogue)
+    tcp = resolve_tcp(group.get("tcp", {}), f"{where}.tcp", base_tcp)
+    label = group.get("label", cca)
+    if not isinstance(label, str):
+        raise ScenarioError(f"{where}.label", "must be a string")
+    (direction,) = direction_of(group.get("direction", "forward"), f"{where}.direction")
+    background = boolean(group.get("background", from_setup), f"{where}.background")
+    jitter = resolve_jitter(group["jitter"], f"{where}.jitter") if "jitter" in group else None
+    out = []
+    for j in range(count):
+        if stops[j] is not None and stops[j] <= starts[j]:
+            raise ScenarioError(f"{where}.stop", "must be after the flow's start")
+        out.append(
+            {
+                "cca": cca,
+                "cca_params": params,
+                "rtt": rtts[j],
+                "start": starts[j],
+                "stop": stops[j],
+                "size": size,
+                "tcp": tcp,
+                "label": label,
+                "direction": direction,
+                "jitter": jitter,
+                "background": background,
+            }
+        )
+    return out
+
+
+def resolve_flows(doc: dict, catalogue: Catalogue, base_tcp: dict, seed: int) -> tuple[list[dict], list[int]]:
+    """The engine flows of every flow table, and the group of each."""
+    flows: list[dict] = []
+    groups: list[int] = []
+    for i, (where, table, offset, from_setup) in enumerate(flow_tables(doc)):
+        new = _resolve_group(table, where, catalogue, base_tcp, seed, offset, from_setup)
+        flows += new
+        groups += [i] * len(new)
+    return flows, groups

@@ -1,0 +1,312 @@
+"""The path of a scenario, ``[network]``: random loss models, the queue
+discipline, per-flow delay jitter, path dynamics (step, pulse and random-walk
+changes of rate, delay and loss) and Mahimahi rate traces. Each ``resolve_*``
+returns the engine's form of its part; errors name the field.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+from ..errors import ScenarioError
+from .checks import boolean, check_keys, int_in, number, positive_duration, prob, require, unit
+from .units import parse_buffer, parse_duration, parse_rate, parse_size
+
+__all__ = [
+    "TRACE_DIR",
+    "resolve_loss",
+    "resolve_qdisc",
+    "resolve_jitter",
+    "resolve_dynamics",
+    "resolve_trace",
+    "read_trace",
+    "trace_names",
+    "trace_mean_rate_bps",
+]
+
+# ---------------------------------------------------------------- loss
+
+# The engine's loss models and their fields.
+_LOSS_MODELS = {
+    "bernoulli": {"p"},
+    "periodic": {"p"},
+    "gilbert_elliott": {"p_gb", "p_bg", "loss_good", "loss_bad"},
+    "scheduled": {"at"},
+    "outages": {"windows"},
+}
+
+
+def resolve_loss(value: Any, where: str) -> dict:
+    """A probability (Bernoulli loss) or a table naming its ``model``."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return {"model": "bernoulli", "p": prob(value, where)}
+    if not isinstance(value, dict):
+        raise ScenarioError(where, f"must be a probability or a table with a 'model'; got {value!r}")
+    model = value.get("model", "bernoulli")
+    if model not in _LOSS_MODELS:
+        raise ScenarioError(f"{where}.model", f"unknown loss model {model!r}; allowed: {', '.join(sorted(_LOSS_MODELS))}")
+    check_keys(value, _LOSS_MODELS[model] | {"model"}, where)
+    for key in _LOSS_MODELS[model]:
+        require(value, key, where)
+    if model in ("bernoulli", "periodic"):
+        return {"model": model, "p": prob(value["p"], f"{where}.p")}
+    if model == "gilbert_elliott":
+        return {"model": model, **{k: prob(value[k], f"{where}.{k}") for k in sorted(_LOSS_MODELS[model])}}
+    if model == "scheduled":
+        at = value["at"]
+        if not isinstance(at, list):
+            raise ScenarioError(f"{where}.at", "must be a list of times such as ['2.5s']")
+        return {"model": model, "at_ns": [unit(parse_duration, t, f"{where}.at[{i}]") for i, t in enumerate(at)]}
+    windows = value["windows"]
+    if not isinstance(windows, list) or not all(isinstance(w, list) and len(w) == 2 for w in windows):
+        raise ScenarioError(f"{where}.windows", "must be a list of [start, end] pairs such as [['3s', '3.3s']]")
+    out = []
+    for i, (a, b) in enumerate(windows):
+        start = unit(parse_duration, a, f"{where}.windows[{i}][0]")
+        end = unit(parse_duration, b, f"{where}.windows[{i}][1]")
+        if end <= start:
+            raise ScenarioError(f"{where}.windows[{i}]", "an outage must end after it starts")
+        out.append([start, end])
+    return {"model": model, "windows_ns": out}
+
+
+# ---------------------------------------------------------------- queue discipline
+
+#: Queue disciplines and their fields, with the kind of value each takes
+#: (docs/scenario.md lists the defaults, Linux's).
+_QDISCS = {
+    "drop_tail": {},
+    "red": {
+        "min": "queue", "max": "queue", "max_p": "prob", "w_q": "prob", "burst": "count", "avpkt": "size",
+        "ecn": "bool", "harddrop": "bool", "gentle": "bool",
+    },
+    "codel": {"target": "duration", "interval": "duration", "ecn": "bool", "ce_threshold": "duration"},
+    "fq_codel": {
+        "target": "duration", "interval": "duration", "ecn": "bool", "ce_threshold": "duration",
+        "flows": "count", "quantum": "size", "drop_batch_size": "count",
+    },
+    "pie": {
+        "target": "duration", "tupdate": "duration", "alpha": "hz", "beta": "hz",
+        "ecn": "bool", "bytemode": "bool", "dq_rate_estimator": "bool",
+    },
+}
+
+
+def resolve_qdisc(value: Any, where: str, bdp_bytes: Callable[[float], int]) -> dict:
+    """`qdisc = "codel"` or `qdisc = { kind = "red", min = "30p", ... }` in
+    engine form; `bdp_bytes(multiple)` converts a `bdp` queue size to bytes."""
+    named = isinstance(value, str)
+    if named:
+        value = {"kind": value}
+    if not isinstance(value, dict):
+        raise ScenarioError(where, f"must be a name or a table with a 'kind'; allowed kinds: {', '.join(_QDISCS)}")
+    kind = value.get("kind")
+    if kind not in _QDISCS:
+        w = f"{where}.kind" if "kind" in value and not named else where
+        raise ScenarioError(w, f"unknown queue discipline {kind!r}; allowed: {', '.join(_QDISCS)}")
+    fields = _QDISCS[kind]
+    check_keys(value, set(fields) | {"kind"}, where)
+    out: dict[str, Any] = {"kind": kind}
+    for key, v in value.items():
+        if key == "kind":
+            continue
+        w, t = f"{where}.{key}", fields[key]
+        if t == "bool":
+            out[key] = boolean(v, w)
+        elif t == "duration":
+            out[key] = unit(parse_duration, v, w)
+            if out[key] <= 0:
+                raise ScenarioError(w, "must be positive")
+        elif t == "count":
+            out[key] = int_in(v, w, 1, 2**31 - 1)
+        elif t == "size":
+            out[key] = unit(parse_size, v, w)
+            if out[key] <= 0:
+                raise ScenarioError(w, "must be positive")
+        elif t == "prob":
+            out[key] = prob(v, w)
+            if out[key] == 0:
+                raise ScenarioError(w, "must be above 0")
+        elif t == "hz":
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 2:
+                raise ScenarioError(w, f"must be a number in [0, 2] (per second of delay), got {v!r}")
+            out[key] = float(v)
+        else:  # a queue size: bytes or packets
+            kind_, amount = unit(parse_buffer, v, w)
+            if kind_ == "bdp":
+                kind_, amount = "bytes", bdp_bytes(amount)
+            if amount < 1:
+                raise ScenarioError(w, f"must be at least one byte or packet, got {v!r}")
+            out[key] = {kind_: int(amount)}
+    return out
+
+
+# ---------------------------------------------------------------- jitter
+
+
+def resolve_jitter(value: Any, where: str) -> dict:
+    """`jitter = "5ms"` or `{ jitter = "5ms", distribution = "normal", reorder = false }`."""
+    if not isinstance(value, dict):
+        value = {"jitter": value}
+    check_keys(value, {"jitter", "distribution", "reorder"}, where)
+    j = unit(parse_duration, require(value, "jitter", where), f"{where}.jitter")
+    if j <= 0:
+        raise ScenarioError(f"{where}.jitter", "must be positive")
+    shape = value.get("distribution", "uniform")
+    if shape not in ("uniform", "normal"):
+        raise ScenarioError(f"{where}.distribution", f"must be uniform or normal, got {shape!r}")
+    return {"jitter": j, "distribution": shape, "reorder": boolean(value.get("reorder", True), f"{where}.reorder")}
+
+
+# ---------------------------------------------------------------- dynamics
+
+
+def _setting(t: Any, where: str) -> dict:
+    check_keys(t, {"rate", "delay", "loss"}, where)
+    out: dict[str, Any] = {}
+    if "rate" in t:
+        out["rate"] = unit(parse_rate, t["rate"], f"{where}.rate")
+        if out["rate"] <= 0:
+            raise ScenarioError(f"{where}.rate", "must be positive")
+    if "delay" in t:
+        out["delay"] = unit(parse_duration, t["delay"], f"{where}.delay")
+    if "loss" in t:
+        out["loss"] = resolve_loss(t["loss"], f"{where}.loss")
+    if not out:
+        raise ScenarioError(where, "sets nothing; give rate, delay or loss")
+    return out
+
+
+_DYNAMICS = {
+    "step": {"at", "rate", "delay", "loss"},
+    "pulse": {"start", "period", "duty", "high", "low", "until"},
+    "random_walk": {"property", "interval", "initial", "min", "max", "step", "correlation", "bounds", "start", "until"},
+}
+
+
+def resolve_dynamics(tables: Any) -> list[dict]:
+    """``[[network.dynamics]]``: step, pulse and random_walk changes of the
+    forward bottleneck's rate, extra delay and loss."""
+    if not isinstance(tables, list):
+        raise ScenarioError("network.dynamics", "must be a list of [[network.dynamics]] tables")
+    out = []
+    for i, t in enumerate(tables):
+        where = f"network.dynamics[{i}]"
+        if not isinstance(t, dict):
+            raise ScenarioError(where, "must be a table")
+        kind = t.get("kind")
+        if kind not in _DYNAMICS:
+            raise ScenarioError(f"{where}.kind", f"unknown change {kind!r}; allowed: {', '.join(_DYNAMICS)}")
+        check_keys(t, _DYNAMICS[kind] | {"kind"}, where)
+
+        def opt_time(k: str) -> int | None:
+            return unit(parse_duration, t[k], f"{where}.{k}") if k in t else None
+
+        if kind == "step":
+            at = unit(parse_duration, require(t, "at", where), f"{where}.at")
+            out.append({"kind": "step", "at": at, "set": _setting({k: t[k] for k in t if k in ("rate", "delay", "loss")}, where)})
+        elif kind == "pulse":
+            for k in ("period", "high", "low"):
+                require(t, k, where)
+            duty = number(t.get("duty", 0.5), f"{where}.duty", 0.0, 1.0)
+            if not 0 < duty < 1:
+                raise ScenarioError(f"{where}.duty", "must be between 0 and 1 (exclusive)")
+            out.append(
+                {
+                    "kind": "pulse", "start": opt_time("start") or 0, "period": positive_duration(t["period"], f"{where}.period"),
+                    "duty": duty, "high": _setting(t["high"], f"{where}.high"), "low": _setting(t["low"], f"{where}.low"),
+                    "until": opt_time("until"),
+                }
+            )
+        else:
+            prop = t.get("property")
+            parse = {"rate": parse_rate, "delay": parse_duration}.get(prop)
+            if prop not in ("rate", "delay", "loss"):
+                raise ScenarioError(f"{where}.property", f"must be one of rate, delay, loss, got {prop!r}")
+            for k in ("interval", "initial", "min", "max", "step"):
+                require(t, k, where)
+
+            def value(k: str) -> float:
+                if parse:
+                    return float(unit(parse, t[k], f"{where}.{k}"))
+                return number(t[k], f"{where}.{k}", 0.0, 1.0)
+
+            lo, hi, init = value("min"), value("max"), value("initial")
+            if not lo <= init <= hi:
+                raise ScenarioError(where, "needs min <= initial <= max")
+            if prop == "rate" and lo <= 0:
+                raise ScenarioError(f"{where}.min", "a rate must stay positive")
+            out.append(
+                {
+                    "kind": "random_walk", "property": prop, "interval": positive_duration(t["interval"], f"{where}.interval"),
+                    "initial": init, "min": lo, "max": hi, "step": value("step"),
+                    "correlation": number(t.get("correlation", 0.0), f"{where}.correlation", 0.0, 0.999),
+                    "bounds": _bounds(t.get("bounds", "clamp"), f"{where}.bounds"),
+                    "start": opt_time("start") or 0, "until": opt_time("until"),
+                }
+            )
+    return out
+
+
+def _bounds(value: Any, where: str) -> str:
+    if value not in ("clamp", "reflect"):
+        raise ScenarioError(where, f"must be clamp or reflect, got {value!r}")
+    return value
+
+
+def changes_rate(dynamics: list[dict]) -> bool:
+    """Whether resolved dynamics change the bottleneck's rate."""
+    return any(
+        d["kind"] == "random_walk" and d["property"] == "rate" or "rate" in d.get("set", {}) or "rate" in d.get("high", {})
+        or "rate" in d.get("low", {})
+        for d in dynamics
+    )
+
+
+# ---------------------------------------------------------------- traces
+
+#: Shipped Mahimahi-format traces (one delivery opportunity per line, in ms).
+TRACE_DIR = Path(__file__).parent / "traces"
+
+
+def trace_names() -> list[str]:
+    return sorted(p.stem for p in TRACE_DIR.glob("*.trace"))
+
+
+def read_trace(path: Path, where: str) -> list[int]:
+    out = []
+    for n, line in enumerate(path.read_text().splitlines(), 1):
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            ms = int(line)
+        except ValueError:
+            raise ScenarioError(where, f"{path.name} line {n}: expected a whole number of milliseconds, got {line!r}") from None
+        if ms < 0 or (out and ms < out[-1]):
+            raise ScenarioError(where, f"{path.name} line {n}: timestamps must be non-negative and must not decrease")
+        out.append(ms)
+    if not out or out[-1] == 0:
+        raise ScenarioError(where, f"{path.name}: a trace needs at least one delivery opportunity after 0 ms")
+    return out
+
+
+def resolve_trace(value: Any, repeat: Any, base: Path | None) -> dict:
+    """``network.trace``: a shipped trace's name or a Mahimahi trace file."""
+    if not isinstance(value, str):
+        raise ScenarioError("network.trace", "must be a trace name or a file path")
+    if not isinstance(repeat, bool):
+        raise ScenarioError("network.trace_repeat", f"must be true or false, got {repeat!r}")
+    candidates = [TRACE_DIR / f"{value}.trace", TRACE_DIR / value, Path(value)]
+    if base is not None and not Path(value).is_absolute():
+        candidates.append(base / value)
+    path = next((p for p in candidates if p.is_file()), None)
+    if path is None:
+        raise ScenarioError("network.trace", f"no trace {value!r}; shipped traces: {', '.join(trace_names())}, or give a Mahimahi trace file")
+    return {"opportunities_ms": read_trace(path, "network.trace"), "bytes_per_opportunity": 1500, "repeat": repeat}
+
+
+def trace_mean_rate_bps(trace: dict) -> float:
+    ms = trace["opportunities_ms"]
+    return len(ms) * trace["bytes_per_opportunity"] * 8 / (ms[-1] / 1e3)
