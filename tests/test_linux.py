@@ -18,7 +18,7 @@ from ccarena.backends.linux.host import LinuxBackendUnavailable, bpf_ccas, check
 from ccarena.backends.linux.sampling import parse_ss
 from ccarena.backends.linux.topology import parse_netstat
 from ccarena import load_scenario
-from ccarena.scenario.model import Scenario, ScenarioError
+from ccarena.scenario import Scenario, ScenarioError
 from conftest import cli
 
 

@@ -1,6 +1,6 @@
 import pytest
 
-from ccarena.scenario.model import Scenario, ScenarioError, apply_overrides, parse_override
+from ccarena.scenario import Scenario, ScenarioError, apply_overrides, parse_override
 
 BASE = {
     "network": {"bottleneck_rate": "100Mbps", "buffer": "1bdp"},
@@ -99,7 +99,7 @@ def test_toml_round_trip():
 
 
 def test_unknown_cca_lists_every_algorithm_sorted():
-    from ccarena.scenario.model import cca_catalogue
+    from ccarena.scenario import cca_catalogue
 
     with pytest.raises(ScenarioError) as e:
         Scenario.from_dict(doc(**{"flows[0].cca": "cubc"}))

@@ -2,7 +2,7 @@ import copy
 
 import pytest
 
-from ccarena.scenario.model import ScenarioError
+from ccarena.scenario import ScenarioError
 from ccarena.experiments.sweep import apply_quick, expand, parse_sweep, run_id_for
 
 BASE = {

@@ -7,7 +7,7 @@ import math
 import pytest
 
 import ccarena
-from ccarena.scenario.model import Scenario, ScenarioError
+from ccarena.scenario import Scenario, ScenarioError
 from ccarena.scenario.network import trace_names
 from ccarena.scenario.traffic import BACKGROUNDS, resolve_dist, sample_dist
 from ccarena.scenario.units import parse_duration
@@ -190,7 +190,7 @@ def test_the_linux_backend_refuses_what_only_the_simulator_models():
 
 
 def test_sweep_shorthands_leave_background_tables_alone_and_sweeps_round_trip_as_toml():
-    from ccarena.scenario.model import dump_toml
+    from ccarena.scenario import dump_toml
     from ccarena.experiments.sweep import expand
 
     d = copy.deepcopy(BASE)

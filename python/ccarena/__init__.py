@@ -28,6 +28,7 @@ _LAZY = {
     "Results": ".results.store",
     "Scenario": ".scenario.model",
     "ScenarioError": ".errors",
+    "CcarenaError": ".errors",
     "load_scenario": ".backends.registry",
     "cca_catalogue": ".scenario.catalogue",
     "CongestionControl": ".backends.cca",

@@ -364,7 +364,7 @@ def expand_sweep(doc: dict, sw: Sweep | None, repetitions: int | None = None, pa
         for name in missing:
             if name not in PLANNED_CCAS:
                 where = next((f"sweep.{a.name}[{k}]" for a, k in zip(sw.axes, steps)
-                              if any(f.endswith(".cca") and v == name for f, v in zip(a.fields, a.values[k]))), None)
+                              if any(f.endswith(CCA_FIELD_SUFFIX) and v == name for f, v in zip(a.fields, a.values[k]))), None)
                 if where is None:
                     where = next(f"flows[{i}].cca" for i, f in enumerate(point_doc["flows"]) if f.get("cca") == name)
                 planned = sorted(PLANNED_CCAS - available)
