@@ -25,7 +25,7 @@ from typing import Any, Callable
 
 from .. import _engine
 from ..errors import ScenarioError
-from .catalogue import Catalogue, cca_catalogue, engine_cca_names
+from .catalogue import FEATURES, Catalogue, cca_catalogue, engine_cca_names
 from .checks import check_keys, engine_error, int_in, require, unit
 from .document import apply_overrides, dump_toml, parse_override, parse_toml, read_document
 from .flows import resolve_flows
@@ -125,7 +125,7 @@ def _features_used(engine: dict) -> list[str]:
         "flows[].jitter": any(f["jitter"] for f in flows),
         "flows[].direction = reverse": any(f["direction"] == "reverse" for f in flows),
     }
-    return [name for name, yes in used.items() if yes]
+    return [name for name in FEATURES if used[name]]
 
 
 def check_with_engine(engine: dict, external: list[str]) -> None:
