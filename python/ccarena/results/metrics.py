@@ -36,6 +36,9 @@ __all__ = [
     "jain_index",
     "throughput_ratio",
     "goodput_capacity_bps",
+    "wire_bytes",
+    "HEADER_BYTES",
+    "DEFAULT_MSS",
     "mean",
     "cov",
     "cov_at_timescale",
@@ -65,7 +68,16 @@ __all__ = [
 
 # Time scales (seconds) at which the stability metric cov_throughput_<T>s_l7 is computed.
 COV_TIMESCALES_S = (0.5, 1.0, 2.0, 5.0, 10.0)
-_WIRE_PACKET = 1500  # bytes of a full-size packet on the wire (MSS + headers)
+# Bytes of IP + TCP headers (with the timestamp option) on every data packet:
+# a full segment is MSS + 52 bytes on the wire (crates/sim/src/packet.rs HEADER_BYTES;
+# the kernel's packets carry the same 20 + 20 + 12).
+HEADER_BYTES = 52
+DEFAULT_MSS = 1448
+
+
+def wire_bytes(mss: int) -> int:
+    """Bytes on the wire of a full-size segment of `mss` payload bytes."""
+    return int(mss) + HEADER_BYTES
 
 
 # ---------------------------------------------------------------- formulas
@@ -88,9 +100,9 @@ def throughput_ratio(x: Sequence[float]) -> float:
     return float(np.min(a) / np.max(a))
 
 
-def goodput_capacity_bps(rate_bps: float, mss: int = 1448, packet_bytes: int = _WIRE_PACKET) -> float:
-    """The most payload a link of `rate_bps` can carry in full-size packets."""
-    return rate_bps * mss / packet_bytes
+def goodput_capacity_bps(rate_bps: float, mss: int = DEFAULT_MSS) -> float:
+    """The most payload a link of `rate_bps` can carry in full-size packets of `mss` bytes."""
+    return rate_bps * mss / wire_bytes(mss)
 
 
 def mean(x: Sequence[float]) -> float:
@@ -178,10 +190,11 @@ def utilization_bw(x_mbps: Sequence[float], rate_bps: float) -> float:
     return float(a.mean() * 1e6 / rate_bps) if a.size and rate_bps > 0 else float("nan")
 
 
-def utilization_bdp(in_flight: Sequence[float], rate_bps: float, rtt_ns: float) -> float:
-    """Mean over samples of in-flight packets / BDP, BDP = rate x propagation RTT in full-size packets."""
+def utilization_bdp(in_flight: Sequence[float], rate_bps: float, rtt_ns: float, mss: int = DEFAULT_MSS) -> float:
+    """Mean over samples of in-flight packets / BDP, BDP = rate x propagation RTT in
+    full-size packets of the flow's own MSS (in-flight counts those packets)."""
     a = np.asarray(in_flight, dtype=float)
-    bdp = rate_bps * rtt_ns / 1e9 / 8 / _WIRE_PACKET
+    bdp = rate_bps * rtt_ns / 1e9 / 8 / wire_bytes(mss)
     return float(a.mean() / bdp) if a.size and bdp > 0 else float("nan")
 
 
@@ -408,7 +421,7 @@ def flow_metrics(result: "RunResult") -> list[dict[str, float]]:
             "mean_utility_mpdf_l7": utility_mpdf(thr),
             "mean_network_power_l7": network_power(thr, w.srtt_ms.to_numpy()),
             "mean_utilization_bw_l7": utilization_bw(thr, rate),
-            "mean_utilization_bdp_l4": utilization_bdp(w.in_flight.to_numpy(), rate, f.rtt_ms * 1e6),
+            "mean_utilization_bdp_l4": utilization_bdp(w.in_flight.to_numpy(), rate, f.rtt_ms * 1e6, int(f.mss)),
             "flow_completion_time_l7": float(f.fct_s),
         }
         for t in COV_TIMESCALES_S:

@@ -20,7 +20,7 @@ from ..scenario.document import parse_toml
 from ..scenario.model import Meta, Scenario
 from ..scenario.traffic import BACKGROUNDS
 from ..version import __version__
-from .metrics import goodput_capacity_bps, jain_index, link_rates_bps, throughput_ratio, web_metrics
+from .metrics import DEFAULT_MSS, goodput_capacity_bps, jain_index, link_rates_bps, throughput_ratio, web_metrics
 from .record import RunRecord, normalise
 
 __all__ = ["RunResult", "load_result"]
@@ -47,6 +47,7 @@ class RunResult:
         rows = []
         ts = self.timeseries
         groups = self.scenario.flow_groups()
+        engine_flows = self.scenario.engine["flows"]
         for i, f in enumerate(self.record["flows"]):
             c = f["counters"]
             window_s = max(f["window_end_ns"] - f["window_start_ns"], 0) / 1e9
@@ -63,6 +64,7 @@ class RunResult:
                     "direction": f["direction"],
                     "background": bool(f["background"]),
                     "rtt_ms": f["rtt_ns"] / 1e6,
+                    "mss": int(engine_flows[i].get("tcp", {}).get("mss", DEFAULT_MSS)) if i < len(engine_flows) else DEFAULT_MSS,
                     "start_s": f["start_ns"] / 1e9,
                     "throughput_mbps": thr,
                     "mean_cwnd": float(in_window.cwnd.mean()) if len(in_window) else np.nan,
@@ -208,8 +210,10 @@ class RunResult:
         rate = capacity_bytes * 8 / window_s if window_s > 0 else link["rate_bps"]
         studied = flows[~flows.background] if len(flows) else flows
         thr = studied.throughput_mbps.to_numpy()
-        forward = flows[flows.direction == "forward"].throughput_mbps.to_numpy()
-        mss = self.scenario.engine["flows"][0]["tcp"].get("mss", 1448)
+        forward = flows[flows.direction == "forward"]
+        # Each flow's payload over the goodput capacity for its own MSS: the
+        # share of the link its packets (payload + headers) took.
+        forward_share = float(sum(t * 1e6 / goodput_capacity_bps(rate, m) for t, m in zip(forward.throughput_mbps, forward.mss))) if rate > 0 else float("nan")
         extra: dict[str, Any] = {}
         if len(self.udp):
             extra["udp_throughput_mbps"] = float(self.udp.throughput_mbps.sum())
@@ -220,7 +224,7 @@ class RunResult:
             extra["web_completed"] = web["web_completed"]
             extra["median_fct_s"] = web["median_fct_s"]
         return {
-            "utilization": float(forward.sum() * 1e6 / goodput_capacity_bps(rate, mss)) if rate > 0 else float("nan"),
+            "utilization": forward_share,
             "link_utilization": float(link["window_bytes_out"] / capacity_bytes) if capacity_bytes > 0 else float("nan"),
             "jain_index": jain_index(thr),
             "throughput_ratio": throughput_ratio(thr),
