@@ -10,7 +10,7 @@ use ccarena_sim::{CcaFactory, SimConfig, Simulation};
 use pycca::PyFactory;
 use std::collections::HashMap;
 use std::sync::Arc;
-use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::exceptions::{PyKeyboardInterrupt, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use std::sync::Mutex;
 
@@ -24,9 +24,20 @@ fn factory(py_ccas: Option<HashMap<String, Py<PyAny>>>) -> Option<PyFactory> {
 
 /// Raises the first error a Python algorithm hit during the run, if any.
 fn check_python_errors(f: &Option<PyFactory>) -> PyResult<()> {
+    check_interrupted(f)?;
     if let Some(f) = f {
         if let Some(e) = f.errors.lock().expect("errors").first() {
             return Err(PyRuntimeError::new_err(format!("Python congestion control failed: {e}")));
+        }
+    }
+    Ok(())
+}
+
+/// Raises KeyboardInterrupt when a Python algorithm's hook was interrupted.
+fn check_interrupted(f: &Option<PyFactory>) -> PyResult<()> {
+    if let Some(f) = f {
+        if f.errors.lock().expect("errors").iter().any(|e| e == pycca::INTERRUPTED) {
+            return Err(PyKeyboardInterrupt::new_err(()));
         }
     }
     Ok(())
@@ -88,12 +99,14 @@ impl Engine {
     /// the simulated time reached.
     fn advance(&self, py: Python<'_>, until_ns: u64) -> PyResult<u64> {
         let until = until_ns.min(self.duration_ns);
-        py.detach(|| {
+        let now = py.detach(|| {
             let mut guard = self.sim.lock().expect("engine lock");
             let sim = guard.as_mut().ok_or_else(|| PyRuntimeError::new_err("run already finished"))?;
             sim.run_until(Time(until));
-            Ok(sim.now().0)
-        })
+            Ok::<u64, PyErr>(sim.now().0)
+        })?;
+        check_interrupted(&self.factory)?;
+        Ok(now)
     }
 
     #[getter]

@@ -217,8 +217,14 @@ impl PyCca {
                     Some(r.unbind())
                 }
                 Err(e) => {
-                    let tb = e.traceback(py).and_then(|t| t.format().ok()).unwrap_or_default();
-                    self.errors.lock().expect("errors").push(format!("{}.{hook}: {e}\n{tb}", self.name));
+                    // Ctrl-C inside a hook is the user stopping the run, not a fault of the algorithm.
+                    let msg = if e.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py) {
+                        INTERRUPTED.to_string()
+                    } else {
+                        let tb = e.traceback(py).and_then(|t| t.format().ok()).unwrap_or_default();
+                        format!("{}.{hook}: {e}\n{tb}", self.name)
+                    };
+                    self.errors.lock().expect("errors").push(msg);
                     self.failed = true;
                     None
                 }
@@ -321,6 +327,9 @@ impl CongestionControl for PyCca {
 }
 
 /// Builds `PyCca`s for the names a run's caller registered.
+/// What a hook's error list holds when the hook was interrupted (Ctrl-C).
+pub const INTERRUPTED: &str = "KeyboardInterrupt";
+
 pub struct PyFactory {
     pub classes: HashMap<String, Py<PyAny>>,
     pub errors: Arc<Mutex<Vec<String>>>,

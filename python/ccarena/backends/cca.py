@@ -139,9 +139,13 @@ def load_cca_file(path: str | Path) -> list[str]:
         sys.modules[module_name] = module
         try:
             spec.loader.exec_module(module)
-        except Exception as e:  # report the user's error as a scenario error
+        except KeyboardInterrupt:
             del sys.modules[module_name]
-            raise ScenarioError("cca_files", f"{path}: {type(e).__name__}: {e}") from None
+            raise
+        except BaseException as e:  # the user's error (sys.exit() included) as a scenario error
+            del sys.modules[module_name]
+            detail = f"{type(e).__name__}: {e}".splitlines()[0][:200] if str(e) else type(e).__name__
+            raise ScenarioError("cca_files", f"{path}: {detail}") from None
     names = []
     for obj in vars(module).values():
         if inspect.isclass(obj) and issubclass(obj, CongestionControl) and obj is not CongestionControl and obj.name:
