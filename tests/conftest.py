@@ -10,13 +10,14 @@ import pytest
 FULL = os.environ.get("CCARENA_SLOW", "short") == "full"
 
 
-def cli(*args, check=False, input=None):
-    """Runs the ccarena CLI in a subprocess; returns CompletedProcess."""
+def cli(*args, check=False, input=None, cwd=None):
+    """Runs the ccarena CLI in a subprocess (in `cwd` if given); returns CompletedProcess."""
     proc = subprocess.run(
         [sys.executable, "-m", "ccarena.cli", *args],
         capture_output=True,
         text=True,
         input=input,
+        cwd=cwd,
         env={**os.environ, "COLUMNS": "200"},
     )
     if check and proc.returncode != 0:

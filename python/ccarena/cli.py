@@ -59,6 +59,30 @@ def _overrides(sets: Optional[List[str]]) -> dict:
     return result
 
 
+def _check_out_dir(path: Path, option: str = "--out") -> Path:
+    """`path` as a directory results can be written into, checked before any run
+    starts: it exists (or is created) as a directory and a file can be written
+    in it. Raises a `UsageError` naming the option otherwise."""
+    if "\0" in str(path):
+        raise UsageError(f"{option}: the path contains a NUL byte")
+    if path.exists() and not path.is_dir():
+        raise UsageError(f"{option}: {escape_path(path)} exists and is not a directory")
+    probe = path / f".ccarena-probe-{os.getpid()}"
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as e:
+        raise UsageError(f"{option}: cannot write in {escape_path(path)}: {e.strerror or e}") from None
+    return path
+
+
+def escape_path(path: Path) -> str:
+    """A path for a message: repr-escaped when it holds anything unprintable."""
+    text = str(path)
+    return text if text.isprintable() else repr(text)
+
+
 def _progress_bar(enabled: bool, unit: str = "s simulated"):
     return Progress(
         TextColumn("[bold]{task.description}"),
@@ -80,7 +104,7 @@ def run(
     out_dir: Optional[Path] = typer.Option(None, "--out", help="Directory for the saved result (default results/runs/NAME-seedN)."),
     no_save: bool = typer.Option(False, "--no-save", help="Do not save the result."),
     backend: str = typer.Option("sim", "--backend", help="Where to run: sim (the simulator) or linux (this machine's kernel TCP; needs root)."),
-    cca_files: Optional[List[Path]] = typer.Option(None, "--cca-file", help="Python file defining congestion control classes (repeatable)."),
+    cca_files: Optional[List[Path]] = typer.Option(None, "--cca-file", help="Python file defining congestion control classes (repeatable). It is code and runs with your rights: use only files you trust."),
 ) -> None:
     """Run one scenario and print per-flow results."""
     for f in cca_files or []:
@@ -89,29 +113,32 @@ def run(
         raise UsageError(f"--backend: unknown backend {backend!r}; allowed: {', '.join(BACKENDS)}")
     runner = BACKENDS[backend]
     sc = runner.load(scenario, _overrides(sets))
+    suffix = "" if backend == "sim" else f"-{backend}"
+    target = None if no_save else _check_out_dir(out_dir or Path("results") / "runs" / f"{sc.file_name}-seed{sc.seed}{suffix}")
     _warn_requirements(sc.doc)
     if sc.doc.get("sweep") and not as_json:
-        err.print(f"note: {sc.name} has a \\[sweep] table; this runs its base scenario once (`ccarena sweep {scenario}` runs the whole sweep)", highlight=False)
+        err.print(f"note: {escape(sc.name)} has a \\[sweep] table; this runs its base scenario once (`ccarena sweep {escape(scenario)}` runs the whole sweep)", highlight=False)
     show = sys.stderr.isatty() and not as_json
     with _progress_bar(show, runner.progress_unit) as bar:
-        task = bar.add_task(sc.name, total=sc.engine["run"]["duration"] / 1e9)
+        task = bar.add_task(escape(sc.name), total=sc.engine["run"]["duration"] / 1e9)
         result = runner.run(sc, progress=lambda done, total: bar.update(task, completed=done))
     for note in result.record.get("linux", {}).get("notes", []):
-        err.print(f"note: {note}", highlight=False)
+        err.print(f"note: {escape(note)}", highlight=False)
     saved = None
-    if not no_save:
-        suffix = "" if backend == "sim" else f"-{backend}"
-        saved = result.save(out_dir or Path("results") / "runs" / f"{sc.name}-seed{sc.seed}{suffix}")
     if as_json:
-        print(result.to_json())
+        # Printed before saving, so that a failure to save loses nothing.
+        print(result.to_json(), flush=True)
+    if target is not None:
+        saved = result.save(target)
+    if as_json:
         if saved:
-            err.print(f"saved to {saved}")
+            err.print(f"saved to {escape(str(saved))}")
     else:
         _print_run(result)
         if saved:
-            out.print(f"saved to [bold]{saved}[/bold]")
+            out.print(f"saved to [bold]{escape(str(saved))}[/bold]")
     if result.invariant_violations:
-        err.print(f"[red]engine invariant violated:[/red] {result.invariant_violations[0]}")
+        err.print(f"[red]engine invariant violated:[/red] {escape(result.invariant_violations[0])}")
         raise typer.Exit(3)
 
 
@@ -121,9 +148,9 @@ def _print_run(result) -> None:
     sc = result.scenario
     rate = result.record["link"]["rate_bps"] / 1e6
     linux = result.record.get("backend") == "linux"
-    title = f"{sc.name}: {len(flows)} flows, {rate:g} Mbps, {result.record['duration_ns'] / 1e9:g} s (warm-up {result.record['warmup_ns'] / 1e9:g} s), seed {sc.seed}"
+    title = f"{escape(sc.name)}: {len(flows)} flows, {rate:g} Mbps, {result.record['duration_ns'] / 1e9:g} s (warm-up {result.record['warmup_ns'] / 1e9:g} s), seed {sc.seed}"
     if linux:
-        title += f" [linux backend, kernel {result.record['linux']['kernel']}]"
+        title += f" \\[linux backend, kernel {escape(result.record['linux']['kernel'])}]"
     t = Table(title=title, title_justify="left", box=box.SIMPLE_HEAVY)
     for col, just in [
         ("flow", "right"), ("cca", "left"), ("rtt ms", "right"), ("start s", "right"), ("Mbps", "right"),
@@ -135,7 +162,7 @@ def _print_run(result) -> None:
     for i, f in flows.iterrows():
         cca = f.cca + (" (reverse)" if f.get("direction", "forward") == "reverse" else "")
         t.add_row(
-            str(i), cca, f"{f.rtt_ms:.4g}", f"{f.start_s:.4g}", f"{f.throughput_mbps:.2f}",
+            str(i), escape(cca), f"{f.rtt_ms:.4g}", f"{f.start_s:.4g}", f"{f.throughput_mbps:.2f}",
             f"{f.throughput_mbps / total:.1%}" if total > 0 else "-",
             f"{f.mean_cwnd:.0f}" if f.mean_cwnd == f.mean_cwnd else "-",
             f"{f.mean_srtt_ms:.1f}" if f.mean_srtt_ms == f.mean_srtt_ms else "-",
@@ -245,7 +272,7 @@ def _warn_requirements(doc: dict) -> None:
     missing = missing_features(doc)
     if missing:
         name = doc.get("name", "scenario")
-        err.print(f"[yellow]warning:[/yellow] {name} runs without {', '.join(missing)} (not in the engine yet; see its notes)", highlight=False, soft_wrap=True)
+        err.print(f"[yellow]warning:[/yellow] {escape(str(name))} runs without {', '.join(missing)} (not in the engine yet; see its notes)", highlight=False, soft_wrap=True)
 
 
 def _run_sweep_cli(scenario: str, results_dir: Path, jobs, dask, sets, quick: bool, repetitions, name, retry_failed: bool, quiet: bool):
@@ -273,9 +300,9 @@ def _run_sweep_cli(scenario: str, results_dir: Path, jobs, dask, sets, quick: bo
             if kind == "start":
                 if info["skipped"]:
                     reasons = "; ".join(f"{k} ({v} runs)" for k, v in info["skip_reasons"].items())
-                    err.print(f"[yellow]warning:[/yellow] skipping {info['skipped']} runs: {reasons}", highlight=False, soft_wrap=True)
+                    err.print(f"[yellow]warning:[/yellow] skipping {info['skipped']} runs: {escape(reasons)}", highlight=False, soft_wrap=True)
                 if not quiet:
-                    err.print(f"{info['experiment']}: {info['runs']} runs to compute, {info['cached']} already stored "
+                    err.print(f"{escape(info['experiment'])}: {info['runs']} runs to compute, {info['cached']} already stored "
                               f"({info['simulated_s']:.0f} s simulated on {info['executor']})", highlight=False)
                 state["runs"] = info["runs"]
                 state["task"] = bar.add_task(info["experiment"], total=max(info["simulated_s"], 1e-9), runs=f"0/{info['runs']} runs")
@@ -294,13 +321,13 @@ def _run_sweep_cli(scenario: str, results_dir: Path, jobs, dask, sets, quick: bo
                                   f"{el:.0f} s elapsed, ETA {eta:.0f} s", highlight=False)
                 bar.update(state["task"], completed=info["simulated_s"], **fields)
             elif kind == "run" and not info["ok"]:
-                err.print(f"[red]run failed[/red] {info['run_id']} {info['params']}: {info['error']}", highlight=False, soft_wrap=True)
+                err.print(f"[red]run failed[/red] {info['run_id']} {escape(str(info['params']))}: {escape(str(info['error']))}", highlight=False, soft_wrap=True)
 
         try:
             outcome = run_sweep(plan, results_dir, executor=executor, name=name, variant="quick" if plan.quick else "",
                                 retry_failed=retry_failed, on_event=on_event)
         except KeyboardInterrupt:
-            err.print(f"interrupted: finished runs are stored in {results_dir}; run the same command again to resume", highlight=False)
+            err.print(f"interrupted: finished runs are stored in {escape(str(results_dir))}; run the same command again to resume", highlight=False)
             raise
     return doc, outcome
 
@@ -315,18 +342,18 @@ def _points_table(res, experiment_id: str, title: str) -> Table:
     shape = experiment_shape(res, ok.run_id)
     names = res.param_names(experiment_id)
     km = key_metrics(shape["n_flows"], shape["n_groups"], shape["web"], shape["udp"])
-    t = Table(title=title, title_justify="left", box=box.SIMPLE_HEAVY,
+    t = Table(title=escape(title), title_justify="left", box=box.SIMPLE_HEAVY,
               caption="mean ± half-width of the 95 % confidence interval over repetitions", caption_justify="left")
     pts = res.points(experiment_id, km) if len(ok) else None
     for n in names:
         width = max([len(n)] + ([len(str(v)) for v in pts[n]] if pts is not None and n in pts else []))
-        t.add_column(n, no_wrap=True, min_width=min(width, 24))
+        t.add_column(escape(n), no_wrap=True, min_width=min(width, 24))
     t.add_column("n", justify="right", no_wrap=True)
     for m in km:
         t.add_column(short_label(m), justify="right")
     if pts is not None:
         for _, p in pts.iterrows():
-            cells = [str(p[n]) for n in names] + [str(int(p.n))]
+            cells = [escape(str(p[n])) for n in names] + [str(int(p.n))]
             for m in km:
                 cells.append(pm(p[m], p[f"{m}_ci95"], 1 if m.startswith("total_") else None))
             t.add_row(*cells)
@@ -357,6 +384,7 @@ def sweep(
     """Run a scenario's sweep (grid x repetitions) into a results directory; resumable."""
     from .results.store import load  # DuckDB, pandas
 
+    _check_out_dir(results_dir)
     doc, outcome = _run_sweep_cli(scenario, results_dir, jobs, dask, sets, quick, repetitions, name, not keep_failed, as_json)
     if as_json:
         print(json.dumps(outcome.to_dict()))
@@ -404,13 +432,13 @@ def results(
         print(json.dumps({"directory": str(directory), "experiments": doc}))
         return
     if not len(exps):
-        out.print(f"{directory}: no experiments yet")
+        out.print(f"{escape(str(directory))}: no experiments yet")
         return
     for _, e in exps.iterrows():
         out.print(_points_table(res, e.experiment_id, f"{e.experiment_id}: {_status_line(res, e.experiment_id)}"))
         failed = res.runs[(res.runs.experiment_id == e.experiment_id) & (res.runs.status == "error")]
         for _, r in failed.head(5).iterrows():
-            out.print(f"  [red]failed[/red] {r.run_id}: {r.error}", highlight=False)
+            out.print(f"  [red]failed[/red] {r.run_id}: {escape(str(r.error))}", highlight=False)
 
 
 @app.command()
@@ -428,8 +456,8 @@ def report(
     if not directory.exists():
         raise UsageError(f"{directory}: no such results directory")
     index = write_report(directory, out_dir, per_run=per_run, experiments=experiment,
-                         progress=(lambda m: err.print(f"[dim]{m}[/dim]", highlight=False)) if sys.stderr.isatty() else None)
-    out.print(f"report: [bold]{index}[/bold]")
+                         progress=(lambda m: err.print(f"[dim]{escape(m)}[/dim]", highlight=False)) if sys.stderr.isatty() else None)
+    out.print(f"report: [bold]{escape(str(index))}[/bold]")
 
 
 @app.command()
@@ -458,6 +486,7 @@ def reproduce(
         if background not in BACKGROUNDS:
             raise UsageError(f"--background: unknown set-up {background!r}; allowed: {', '.join(BACKGROUNDS)}")
         sets = [*(sets or []), f"background={background}"]
+    _check_out_dir(results_dir)
     doc, outcome = _run_sweep_cli(preset, results_dir, jobs, dask, sets, not full, repetitions, None, True, False)
     res = load(results_dir)
     mode = "quick mode (add --full for the paper's set-up)" if outcome.experiment_id.endswith("@quick") else "full set-up"
@@ -465,7 +494,7 @@ def reproduce(
     out.print(f"{outcome.computed} runs computed, {outcome.cached} already stored, {outcome.failed} failed, {outcome.skipped} skipped "
               f"in {outcome.wall_s:.1f} s")
     if not no_report:
-        index = write_report(results_dir, per_run=per_run, progress=(lambda m: err.print(f"[dim]{m}[/dim]", highlight=False)) if sys.stderr.isatty() else None)
+        index = write_report(results_dir, per_run=per_run, progress=(lambda m: err.print(f"[dim]{escape(m)}[/dim]", highlight=False)) if sys.stderr.isatty() else None)
         page = index.parent / slug(outcome.experiment_id) / "index.html"
         figs = sorted(p.name for p in page.parent.glob("*.png"))
         out.print(f"figures: {', '.join(figs) or 'none'} in {page.parent}")
@@ -540,10 +569,10 @@ def validate(
 
     if set_name not in VALIDATION_SETS:
         raise UsageError(f"--set: unknown validation set {set_name!r}; allowed: {', '.join(VALIDATION_SETS)}")
-    table, where = run_validation(set_name, out_root, duration, repetitions, log=lambda s: err.print(s, highlight=False, soft_wrap=True))
+    table, where = run_validation(set_name, out_root, duration, repetitions, log=lambda s: err.print(escape(s), highlight=False, soft_wrap=True))
     if as_json:
         print(table.to_json(orient="records"))
-        err.print(f"stored in {where}")
+        err.print(f"stored in {escape(str(where))}")
         return
     t = Table(title=f"validate {set_name}: simulator vs kernel ({VALIDATION_SETS[set_name].description})", title_justify="left", box=box.SIMPLE_HEAVY)
     for col in ("case", "metric", "sim", "kernel", "kernel min-max", "sim - kernel", "> spread", "sim, kernel's starts"):
@@ -591,7 +620,7 @@ def main(argv: Optional[List[str]] = None) -> None:
             sys.exit(e.exit_code)
         if os.environ.get("CCARENA_DEBUG"):
             raise
-        err.print(f"[red]error:[/red] {type(e).__name__}: {e} (set CCARENA_DEBUG=1 for details)", highlight=False, soft_wrap=True)
+        err.print(f"[red]error:[/red] {type(e).__name__}: {escape(str(e))} (set CCARENA_DEBUG=1 for details)", highlight=False, soft_wrap=True)
         sys.exit(1)
 
 

@@ -68,6 +68,7 @@ class SimBackend:
         # pandas and the result tables: sweep workers import this module for `simulate` only.
         from ..results.result import RunResult
 
+        scenario.check_cost()
         classes = python_classes(scenario.meta.python_ccas)
         started = time.perf_counter()
         try:

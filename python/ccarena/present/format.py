@@ -7,8 +7,9 @@ from __future__ import annotations
 import html
 import math
 import numbers
-import re
 from typing import Any
+
+from ..scenario.checks import file_name
 
 __all__ = ["pm", "cell", "slug"]
 
@@ -50,5 +51,5 @@ def cell(v: Any, digits: int = 3) -> str:
 
 
 def slug(text: str) -> str:
-    """`text` as a file or directory name."""
-    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-") or "experiment"
+    """`text` as a file or directory name (one safe path component)."""
+    return file_name(text, "experiment")

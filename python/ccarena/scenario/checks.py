@@ -26,7 +26,42 @@ __all__ = [
     "boolean",
     "positive_duration",
     "engine_error",
+    "file_name",
+    "check_name",
+    "excerpt",
 ]
+
+# A file-system name is at most 255 bytes; names made from scenario text stay
+# well below so that suffixes ("-seed1-linux", ".tmp-PID") still fit.
+_NAME_LIMIT = 100
+
+
+def file_name(text: str, default: str = "scenario") -> str:
+    """`text` as one safe path component: letters, digits, '_', '.', '-' only,
+    no leading or trailing dot or dash (so never "." or ".."), at most 100
+    characters; `default` when nothing is left."""
+    s = re.sub(r"[^A-Za-z0-9_.-]+", "-", str(text)).strip("-.")
+    return s[:_NAME_LIMIT].rstrip("-.") or default
+
+
+def check_name(value: Any, where: str = "name") -> str:
+    """A scenario or experiment name: a printable string of at most 200 characters.
+    (It is shown as written; directories use its `file_name`.)"""
+    if not isinstance(value, str) or not value.strip():
+        raise ScenarioError(where, f"must be a non-empty string, got {excerpt(value)}")
+    if len(value) > 200:
+        raise ScenarioError(where, f"must be at most 200 characters, got {len(value)}")
+    if any(not c.isprintable() for c in value):
+        raise ScenarioError(where, f"must not contain control characters, got {excerpt(value)}")
+    return value
+
+
+def excerpt(value: Any, limit: int = 40) -> str:
+    """A short, escaped quotation of `value` for an error message (repr, control
+    characters escaped, cut at `limit` characters with an ellipsis)."""
+    text = repr(value) if not isinstance(value, str) else repr(value)
+    text = text.encode("ascii", "backslashreplace").decode("ascii")
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def check_keys(table: Any, allowed: set[str] | dict, where: str) -> dict:
@@ -70,8 +105,10 @@ def prob(value: Any, where: str) -> float:
 
 
 def number(value: Any, where: str, lo: float = -math.inf, hi: float = math.inf) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not lo <= value <= hi:
-        raise ScenarioError(where, f"must be a number in [{lo:g}, {hi:g}], got {value!r}")
+    """A finite number in [lo, hi] (an integer too large for a float is refused, not an OverflowError)."""
+    if (isinstance(value, bool) or not isinstance(value, (int, float))
+            or (isinstance(value, int) and abs(value) > 2**1000) or not math.isfinite(value) or not lo <= value <= hi):
+        raise ScenarioError(where, f"must be a number in [{lo:g}, {hi:g}], got {excerpt(value)}")
     return float(value)
 
 

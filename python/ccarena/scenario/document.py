@@ -16,14 +16,51 @@ from typing import Any
 from ..errors import ScenarioError
 from .presets import preset_path
 
-__all__ = ["read_document", "parse_toml", "apply_overrides", "parse_override", "dump_toml"]
+__all__ = ["read_document", "parse_toml", "check_depth", "apply_overrides", "parse_override", "dump_toml"]
+
+
+# What a scenario document may be: its size, and how deeply its tables, arrays
+# and dotted keys nest (the deepest shipped one nests 4 levels). Both are
+# checked before parsing: TOML's parser recurses into nested arrays and takes
+# time quadratic in a dotted key's length.
+MAX_DOCUMENT_BYTES = 1 << 20
+MAX_DEPTH = 32
+_DEEP_DOTTED = re.compile(r"(?:[\w\"'-]+\s*\.\s*){%d,}" % MAX_DEPTH)
+_DEEP_BRACKETS = re.compile(r"(?:[\[{]\s*){%d,}" % MAX_DEPTH)
 
 
 def parse_toml(text: str, path: str | None = None) -> dict:
+    where = path or "scenario"
+    if len(text) > MAX_DOCUMENT_BYTES:
+        raise ScenarioError("", f"{where}: {len(text)} characters; a scenario may have at most {MAX_DOCUMENT_BYTES // 1024} KiB")
+    if _DEEP_DOTTED.search(text) or _DEEP_BRACKETS.search(text):
+        raise ScenarioError("", f"{where}: keys or values nest more than {MAX_DEPTH} levels deep")
     try:
-        return tomllib.loads(text)
+        doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
-        raise ScenarioError("", f"{path or 'scenario'}: not valid TOML: {e}") from None
+        raise ScenarioError("", f"{where}: not valid TOML: {_escaped(str(e))}") from None
+    except RecursionError:
+        raise ScenarioError("", f"{where}: keys or values nest more than {MAX_DEPTH} levels deep") from None
+    check_depth(doc, where)
+    return doc
+
+
+def _escaped(text: str) -> str:
+    return text.encode("ascii", "backslashreplace").decode("ascii")[:200]
+
+
+def check_depth(doc: Any, where: str = "scenario") -> None:
+    """Refuses a document whose tables and arrays nest more than MAX_DEPTH levels
+    (checked without recursion, so any input is safe to check)."""
+    stack = [(doc, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise ScenarioError("", f"{where}: keys or values nest more than {MAX_DEPTH} levels deep")
+        if isinstance(node, dict):
+            stack.extend((v, depth + 1) for v in node.values())
+        elif isinstance(node, list):
+            stack.extend((v, depth + 1) for v in node)
 
 
 def read_document(source: str | Path) -> tuple[dict, str | None]:
@@ -32,15 +69,29 @@ def read_document(source: str | Path) -> tuple[dict, str | None]:
     text = str(source)
     if "\n" in text:
         return parse_toml(text), None
+    if "\0" in text or len(text) > 4096:
+        raise ScenarioError("", "not a scenario file, preset name or TOML text")
     p = Path(text)
-    if not p.is_file():
+    try:
+        is_file = p.is_file()
+    except OSError:
+        is_file = False
+    if not is_file:
         preset = preset_path(text)
         if preset is None:
             if p.suffix == ".toml" or p.exists():
                 raise ScenarioError("", f"{text}: no such file")
             raise ScenarioError("", f"{text}: no such file or preset; see `ccarena list experiments`")
         p = preset
-    return parse_toml(p.read_text(), str(p)), str(p)
+    try:
+        if p.stat().st_size > MAX_DOCUMENT_BYTES:
+            raise ScenarioError("", f"{p.name}: a scenario may have at most {MAX_DOCUMENT_BYTES // 1024} KiB")
+        text = p.read_bytes().decode("utf-8")
+    except UnicodeDecodeError:
+        raise ScenarioError("", f"{p.name}: not a TOML scenario (the file is not UTF-8 text)") from None
+    except OSError as e:
+        raise ScenarioError("", f"{p.name}: cannot read: {e.strerror or e}") from None
+    return parse_toml(text, str(p)), str(p)
 
 
 _PATH_PART = re.compile(r"([A-Za-z_][\w-]*)(?:\[(\d+)\])?")

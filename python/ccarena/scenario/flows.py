@@ -18,7 +18,7 @@ from .checks import boolean, check_keys, int_in, require, unit
 from .network import resolve_jitter
 from .tcp import resolve_tcp
 from .traffic import BACKGROUNDS, direction_of, resolve_dist, sample_dist
-from .units import parse_duration, parse_size
+from .units import ENGINE_MAX, parse_duration, parse_size
 
 __all__ = ["flow_tables", "resolve_flows", "flow_groups_of"]
 
@@ -90,7 +90,12 @@ def _resolve_group(group: Any, where: str, catalogue: Catalogue, base_tcp: dict,
         # RTTs drawn per flow from the run's seed: repetitions draw afresh.
         dist = resolve_dist(rtt_value, parse_duration, f"{where}.rtt")
         rng = random.Random(f"{seed}:{where}.rtt")
-        rtts = [max(1000, int(round(sample_dist(dist, rng)))) for _ in range(count)]
+        try:
+            rtts = [max(1000, int(round(sample_dist(dist, rng)))) for _ in range(count)]
+        except (OverflowError, ValueError, ZeroDivisionError):
+            raise ScenarioError(f"{where}.rtt", "the distribution's parameters give RTTs too large to use") from None
+        if max(rtts) > ENGINE_MAX:
+            raise ScenarioError(f"{where}.rtt", "the distribution's parameters give RTTs too large to use")
     else:
         rtts = _per_flow(rtt_value, count, parse_duration, f"{where}.rtt")
     for r in rtts:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -26,8 +27,8 @@ from typing import Any, Callable
 from .. import _engine
 from ..errors import ScenarioError
 from .catalogue import FEATURES, Catalogue, cca_catalogue, engine_cca_names
-from .checks import check_keys, engine_error, int_in, require, unit
-from .document import apply_overrides, dump_toml, parse_override, parse_toml, read_document
+from .checks import check_keys, check_name, engine_error, excerpt, file_name, int_in, require, unit
+from .document import apply_overrides, check_depth, dump_toml, parse_override, parse_toml, read_document
 from .flows import resolve_flows
 from .linux_options import resolve_linux_options
 from .network import changes_rate, resolve_dynamics, resolve_loss, resolve_qdisc, resolve_trace, trace_mean_rate_bps
@@ -128,6 +129,32 @@ def _features_used(engine: dict) -> list[str]:
     return [name for name in FEATURES if used[name]]
 
 
+#: The most samples (per flow, UDP source and queue, per sample interval) a run
+#: may record unless CCARENA_MAX_SAMPLES raises it: about 1 KiB each in memory
+#: while a run's record and tables are built, so about 2 GiB.
+MAX_SAMPLES = 2_000_000
+
+
+def max_samples() -> int:
+    """The sample limit: MAX_SAMPLES or the environment's CCARENA_MAX_SAMPLES."""
+    raw = os.environ.get("CCARENA_MAX_SAMPLES", "")
+    return int(raw) if raw.isdigit() else MAX_SAMPLES
+
+
+def check_cost(engine: dict) -> None:
+    """Refuses a run that would record more samples than the limit, before it runs."""
+    duration_ns, interval_ns = engine["run"]["duration"], engine["run"]["sample_interval"]
+    series = len(engine["flows"]) + len(engine["udp"])
+    samples = (duration_ns // max(interval_ns, 1) + 1) * (series + 1)
+    limit = max_samples()
+    if samples > limit:
+        raise ScenarioError(
+            "run.sample_interval",
+            f"{samples:,} samples ({series} series over {duration_ns / 1e9:g} s) exceed the limit of {limit:,} "
+            f"(about {limit // 1_000_000} GB of memory); use a longer sample interval or set CCARENA_MAX_SAMPLES",
+        )
+
+
 def check_with_engine(engine: dict, external: list[str]) -> None:
     """Has the engine check its input (what it would run); `external` are the
     algorithms it is not to build itself (checked by the backend that runs them)."""
@@ -148,6 +175,8 @@ def resolve(doc: dict, catalogue: Catalogue | None = None, base: Path | None = N
     """
     catalogue = catalogue or Catalogue()
     check_keys(doc, _TOP_KEYS, "")
+    if "name" in doc:
+        check_name(doc["name"])
     files = cca_file_paths(doc, base)
     catalogue = catalogue.with_files(files)
     net = check_keys(require(doc, "network", "scenario"), _NETWORK_KEYS, "network")
@@ -180,8 +209,8 @@ def resolve(doc: dict, catalogue: Catalogue | None = None, base: Path | None = N
 
     base_tcp = resolve_tcp(doc.get("tcp", {}), "tcp", {})
     background = doc.get("background", "none")
-    if background not in BACKGROUNDS:
-        raise ScenarioError("background", f"unknown background set-up {background!r}; allowed: {', '.join(BACKGROUNDS)}")
+    if not isinstance(background, str) or background not in BACKGROUNDS:
+        raise ScenarioError("background", f"unknown background set-up {excerpt(background)}; allowed: {', '.join(BACKGROUNDS)}")
     setup = BACKGROUNDS[background]
     engine_flows, groups = resolve_flows(doc, catalogue, base_tcp, seed)
     # A size in BDPs is sized for the flows under study.
@@ -237,6 +266,7 @@ def resolve(doc: dict, catalogue: Catalogue | None = None, base: Path | None = N
     if check:
         # Algorithms the engine does not have are the backend's to check (their names were checked above).
         check_with_engine(engine, sorted(used - engine_cca_names()))
+        check_cost(engine)
     meta = Meta(
         flow_groups=tuple(groups),
         background=background,
@@ -280,6 +310,11 @@ class Scenario:
         return Path(self.path).stem if self.path else "scenario"
 
     @property
+    def file_name(self) -> str:
+        """The name as one safe path component (results directories use it)."""
+        return file_name(self.name)
+
+    @property
     def description(self) -> str:
         return str(self.doc.get("description", ""))
 
@@ -291,6 +326,7 @@ class Scenario:
     def from_dict(cls, doc: dict, path: str | None = None, catalogue: Catalogue | None = None, check: bool = True) -> "Scenario":
         """Validates `doc` for the backend of `catalogue` (default: the engine's
         built-in algorithms); `path` is the file it came from, if any."""
+        check_depth(doc)
         doc = copy.deepcopy(doc)
         base = Path(path).parent if path else None
         engine, meta = resolve(doc, catalogue, base, check)
@@ -313,6 +349,7 @@ class Scenario:
             catalogue = catalogue if catalogue is not None else source.catalogue
         elif isinstance(source, dict):
             doc, path = source, None
+            check_depth(doc)
         else:
             doc, path = read_document(source)
         if overrides:
@@ -324,6 +361,16 @@ class Scenario:
         if not overrides:
             return self
         return Scenario.from_dict(apply_overrides(self.doc, overrides), self.path, self.catalogue)
+
+    def check_cost(self) -> None:
+        """Refuses the run if it would record more samples than the limit (model.check_cost);
+        the engine's own complaint about its input, if it has one, comes first."""
+        try:
+            check_cost(self.engine)
+        except ScenarioError:
+            used = {f["cca"] for f in self.engine["flows"]}
+            check_with_engine(self.engine, sorted(used - engine_cca_names()))
+            raise
 
     def engine_json(self) -> str:
         return json.dumps(self.engine)

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..errors import ScenarioError
-from .checks import boolean, check_keys, int_in, number, positive_duration, prob, require, unit
+from .checks import boolean, check_keys, excerpt, int_in, number, positive_duration, prob, require, unit
 from .units import parse_buffer, parse_duration, parse_rate, parse_size
 
 __all__ = [
@@ -274,17 +274,35 @@ def trace_names() -> list[str]:
     return sorted(p.stem for p in TRACE_DIR.glob("*.trace"))
 
 
-def read_trace(path: Path, where: str) -> list[int]:
+# A trace is a list of millisecond timestamps; shipped ones are a few hundred kB.
+TRACE_MAX_BYTES = 64 * 2**20
+
+
+def read_trace(path: Path, where: str, quote: bool = True) -> list[int]:
+    """The delivery opportunities of a Mahimahi trace file. With `quote` off (a
+    file outside the scenario's directory) messages name the line but do not
+    quote it: an error must not show the contents of a file the user did not
+    mean to expose."""
+    try:
+        size = path.stat().st_size
+        if size > TRACE_MAX_BYTES:
+            raise ScenarioError(where, f"{path.name}: {size} bytes; a trace may have at most {TRACE_MAX_BYTES // 2**20} MiB")
+        text = path.read_bytes().decode("ascii")
+    except UnicodeDecodeError:
+        raise ScenarioError(where, f"{path.name}: not a Mahimahi trace (one whole number of milliseconds per line; this file is not plain text)") from None
+    except OSError as e:
+        raise ScenarioError(where, f"{path.name}: cannot read: {e.strerror or e}") from None
     out = []
-    for n, line in enumerate(path.read_text().splitlines(), 1):
+    for n, line in enumerate(text.splitlines(), 1):
         line = line.strip()
         if not line:
             continue
         try:
-            ms = int(line)
+            ms = int(line) if line.isdigit() and len(line) <= 15 else int("x")
         except ValueError:
-            raise ScenarioError(where, f"{path.name} line {n}: expected a whole number of milliseconds, got {line!r}") from None
-        if ms < 0 or (out and ms < out[-1]):
+            got = f", got {excerpt(line, 24)}" if quote else ""
+            raise ScenarioError(where, f"{path.name} line {n}: expected a whole number of milliseconds{got}") from None
+        if out and ms < out[-1]:
             raise ScenarioError(where, f"{path.name} line {n}: timestamps must be non-negative and must not decrease")
         out.append(ms)
     if not out or out[-1] == 0:
@@ -293,18 +311,27 @@ def read_trace(path: Path, where: str) -> list[int]:
 
 
 def resolve_trace(value: Any, repeat: Any, base: Path | None) -> dict:
-    """``network.trace``: a shipped trace's name or a Mahimahi trace file."""
-    if not isinstance(value, str):
+    """``network.trace``: a shipped trace's name or a Mahimahi trace file
+    (a relative path starts from the scenario's directory)."""
+    if not isinstance(value, str) or not value or "\0" in value:
         raise ScenarioError("network.trace", "must be a trace name or a file path")
     if not isinstance(repeat, bool):
-        raise ScenarioError("network.trace_repeat", f"must be true or false, got {repeat!r}")
-    candidates = [TRACE_DIR / f"{value}.trace", TRACE_DIR / value, Path(value)]
-    if base is not None and not Path(value).is_absolute():
-        candidates.append(base / value)
-    path = next((p for p in candidates if p.is_file()), None)
+        raise ScenarioError("network.trace_repeat", f"must be true or false, got {excerpt(repeat)}")
+    given = Path(value)
+    shipped = [TRACE_DIR / f"{value}.trace", TRACE_DIR / value] if "/" not in value and not value.startswith(".") else []
+    own = given if given.is_absolute() or base is None else base / given
+    path = next((p for p in shipped + [own] if p.is_file()), None)
     if path is None:
-        raise ScenarioError("network.trace", f"no trace {value!r}; shipped traces: {', '.join(trace_names())}, or give a Mahimahi trace file")
-    return {"opportunities_ms": read_trace(path, "network.trace"), "bytes_per_opportunity": 1500, "repeat": repeat}
+        raise ScenarioError("network.trace", f"no trace {excerpt(value)}; shipped traces: {', '.join(trace_names())}, or give a Mahimahi trace file")
+    inside = path in shipped or _inside(path, base if base is not None else Path.cwd())
+    return {"opportunities_ms": read_trace(path, "network.trace", quote=inside), "bytes_per_opportunity": 1500, "repeat": repeat}
+
+
+def _inside(path: Path, directory: Path) -> bool:
+    try:
+        return path.resolve().is_relative_to(directory.resolve())
+    except (OSError, RuntimeError):
+        return False
 
 
 def trace_mean_rate_bps(trace: dict) -> float:

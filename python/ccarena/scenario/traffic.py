@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import random
+from statistics import NormalDist
 from typing import Any, Callable
 
 from ..errors import ScenarioError
@@ -94,7 +95,21 @@ def resolve_dist(value: Any, parse: Callable[[Any], int], where: str) -> dict:
         raise ScenarioError(f"{where}.tail", "must be in [0, 1)")
     if "max" in out and "k" in out and out["max"] <= out["k"]:
         raise ScenarioError(f"{where}.max", "must be larger than k")
+    _check_shape(out, where)
     return out
+
+
+# Shape parameters past these bounds give draws no float can hold (or a
+# division by zero); real traffic models stay far inside them.
+_SHAPE_LIMITS = {"alpha": (1e-3, 100.0), "sigma": (1e-6, 50.0), "mu": (-700.0, 700.0)}
+
+
+def _check_shape(d: dict, where: str) -> None:
+    for key, (lo, hi) in _SHAPE_LIMITS.items():
+        if key in d and not lo <= d[key] <= hi:
+            raise ScenarioError(f"{where}.{key}", f"must be in [{lo:g}, {hi:g}], got {d[key]:g}")
+    if "k" in d and d["k"] <= 0:
+        raise ScenarioError(f"{where}.k", "must be positive")
 
 
 def sample_dist(d: dict, rng: random.Random) -> float:
@@ -128,10 +143,16 @@ def sample_dist(d: dict, rng: random.Random) -> float:
     tail = d.get("tail", 1.0 - body_at_k)
     if rng.random() < tail:
         return pareto(d["k"], d["alpha"], d.get("max"))
-    while True:
+    # The body is the lognormal below k: draws are rejected above k, a bounded
+    # number of times; a body with little mass below k (a tiny k) is then drawn
+    # by inverting its CDF instead of looping for ever.
+    for _ in range(1_000):
         x = rng.lognormvariate(d["mu"], d["sigma"])
         if x < d["k"]:
             return x
+    normal = NormalDist()
+    u = min(max(rng.random() * body_at_k, 1e-300), 1 - 1e-16)
+    return min(math.exp(d["mu"] + d["sigma"] * normal.inv_cdf(u)), d["k"])
 
 
 def direction_of(value: Any, where: str, both: bool = False) -> list[str]:

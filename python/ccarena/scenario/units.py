@@ -17,6 +17,7 @@ from ..errors import UnitError
 
 __all__ = [
     "UnitError",
+    "ENGINE_MAX",
     "parse_duration",
     "parse_rate",
     "parse_size",
@@ -54,26 +55,45 @@ _SIZE_UNITS = {
 }
 
 
+# The largest value in engine units (ns, bit/s, bytes) a scenario may give: the
+# engine keeps them in 64-bit integers and adds them up (a start plus a
+# duration, a rate times a time), so values stay far below 2^63.
+ENGINE_MAX = 2**62
+
+
+def _q(value: object) -> str:
+    """`value` quoted for a message: repr, non-ASCII escaped, at most 40 characters."""
+    text = repr(value).encode("ascii", "backslashreplace").decode("ascii")
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _engine_int(x: float, value: object) -> int:
+    """`x` (already in engine units) as an integer the engine can hold."""
+    if not math.isfinite(x) or abs(x) > ENGINE_MAX:
+        raise UnitError(f"{_q(value)} is too large")
+    return int(round(x))
+
+
 def _split(value: object, what: str, example: str) -> tuple[float, str]:
     if isinstance(value, bool):
-        raise UnitError(f"expected a {what} such as '{example}', got {value!r}")
+        raise UnitError(f"expected a {what} such as '{example}', got {_q(value)}")
     if isinstance(value, (int, float)):
         if value == 0:
             return 0.0, ""
-        raise UnitError(f"{value!r} has no unit; write a {what} such as '{example}'")
+        raise UnitError(f"{_q(value)} has no unit; write a {what} such as '{example}'")
     if not isinstance(value, str):
-        raise UnitError(f"expected a {what} such as '{example}', got {value!r}")
+        raise UnitError(f"expected a {what} such as '{example}', got {_q(value)}")
     text = value.strip()
     if text.startswith("-"):
-        raise UnitError(f"must not be negative, got {value!r}")
+        raise UnitError(f"must not be negative, got {_q(value)}")
     m = re.fullmatch(_NUMBER + r"\s*([A-Za-zµ]*)", text)
     if not m:
-        raise UnitError(f"expected a {what} such as '{example}', got {value!r}")
+        raise UnitError(f"expected a {what} such as '{example}', got {_q(value)}")
     number = float(m.group(1))
     if not math.isfinite(number):
-        raise UnitError(f"must be finite, got {value!r}")
+        raise UnitError(f"{_q(value)} is too large")
     if m.group(2) == "" and number != 0:
-        raise UnitError(f"{value!r} has no unit; write a {what} such as '{example}'")
+        raise UnitError(f"{_q(value)} has no unit; write a {what} such as '{example}'")
     return number, m.group(2)
 
 
@@ -84,8 +104,8 @@ def parse_duration(value: object) -> int:
         return 0
     factor = _TIME_UNITS.get(unit)
     if factor is None:
-        raise UnitError(f"unknown time unit {unit!r} in {value!r}; allowed: ns, us, ms, s, min")
-    return int(round(number * factor))
+        raise UnitError(f"unknown time unit {_q(unit)} in {_q(value)}; allowed: ns, us, ms, s, min")
+    return _engine_int(number * factor, value)
 
 
 def parse_rate(value: object) -> int:
@@ -94,11 +114,11 @@ def parse_rate(value: object) -> int:
     if unit == "" and number == 0:
         return 0
     if unit in ("MBps", "GBps", "KBps", "Bps"):
-        raise UnitError(f"{value!r}: rates are in bits per second; write e.g. '400Mbps'")
+        raise UnitError(f"{_q(value)}: rates are in bits per second; write e.g. '400Mbps'")
     factor = _RATE_UNITS.get(unit.lower())
     if factor is None:
-        raise UnitError(f"unknown rate unit {unit!r} in {value!r}; allowed: bps, Kbps, Mbps, Gbps, Tbps (or kbit, mbit, gbit)")
-    return int(round(number * factor))
+        raise UnitError(f"unknown rate unit {_q(unit)} in {_q(value)}; allowed: bps, Kbps, Mbps, Gbps, Tbps (or kbit, mbit, gbit)")
+    return _engine_int(number * factor, value)
 
 
 def parse_size(value: object) -> int:
@@ -106,14 +126,14 @@ def parse_size(value: object) -> int:
     if isinstance(value, int) and not isinstance(value, bool):
         if value < 0:
             raise UnitError(f"must not be negative, got {value}")
-        return value
+        return _engine_int(value, value)
     number, unit = _split(value, "size", "2MB")
     if unit == "" and number == 0:
         return 0
     factor = _SIZE_UNITS.get(unit.lower())
     if factor is None:
-        raise UnitError(f"unknown size unit {unit!r} in {value!r}; allowed: B, KB, MB, GB (powers of 1000), KiB, MiB, GiB")
-    return int(round(number * factor))
+        raise UnitError(f"unknown size unit {_q(unit)} in {_q(value)}; allowed: B, KB, MB, GB (powers of 1000), KiB, MiB, GiB")
+    return _engine_int(number * factor, value)
 
 
 def parse_buffer(value: object) -> tuple[str, float]:
@@ -123,12 +143,16 @@ def parse_buffer(value: object) -> tuple[str, float]:
         m = re.fullmatch(_NUMBER + r"\s*(p|pkt|pkts|packets|kp)", text)
         if m:
             n = float(m.group(1)) * (1000 if m.group(2) == "kp" else 1)
+            _engine_int(n, value)
             if n != int(n):
-                raise UnitError(f"a packet count must be whole, got {value!r}")
+                raise UnitError(f"a packet count must be whole, got {_q(value)}")
             return "packets", int(n)
         m = re.fullmatch(_NUMBER + r"\s*(bdp|BDP)", text)
         if m:
-            return "bdp", float(m.group(1))
+            multiple = float(m.group(1))
+            if multiple > 1e6:
+                raise UnitError(f"{_q(value)} is too large (at most 1e6 BDPs)")
+            return "bdp", multiple
     try:
         return "bytes", parse_size(value)
     except UnitError as e:
