@@ -36,7 +36,9 @@ class ScenarioError(CcarenaError, ValueError):
     def __init__(self, field: str, message: str):
         self.field = field
         self.message = message
-        super().__init__(f"{field}: {message}" if field else message)
+        text = f"{field}: {message}" if field else message
+        # One line whatever the input held: control characters are shown escaped.
+        super().__init__("".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text))
 
 
 class UnitError(CcarenaError, ValueError):
