@@ -199,3 +199,19 @@ def test_a_run_at_once_checks_its_cost_too():
     with pytest.raises(ScenarioError) as e:
         ccarena.run({**_doc(), "run": {"duration": "2s", "sample_interval": "1us"}})
     assert e.value.field == "run.sample_interval" and time.perf_counter() - t < 5
+
+
+# ---- 9. data safety
+
+def test_orphaned_temporary_files_are_removed(tmp_path):
+    from ccarena.results.store import Store
+
+    Store(tmp_path).close()
+    sub = tmp_path / "records"
+    sub.mkdir(exist_ok=True)
+    dead = sub / ".x.json.gz.tmp-999999999"
+    dead.write_text("partial")
+    mine = sub / f".y.json.gz.tmp-{os.getpid()}"
+    mine.write_text("in progress")
+    Store(tmp_path).close()
+    assert not dead.exists() and mine.exists()

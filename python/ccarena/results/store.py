@@ -28,6 +28,7 @@ import gzip
 import json
 import math
 import os
+import re
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -144,6 +145,24 @@ def _atomic_parquet(df: pd.DataFrame, path: Path) -> None:
     os.replace(tmp, path)
 
 
+_TMP = re.compile(r"^\..+\.tmp-(\d+)$")
+
+
+def _remove_orphans(directory: Path) -> None:
+    """Removes the temporary files (`_atomic_write`) of writers that died
+    before renaming them: their process no longer exists."""
+    for p in directory.rglob(".*.tmp-*"):
+        m = _TMP.match(p.name)
+        if not m or int(m.group(1)) == os.getpid():
+            continue
+        try:
+            os.kill(int(m.group(1)), 0)
+        except ProcessLookupError:
+            p.unlink(missing_ok=True)
+        except (PermissionError, OverflowError):
+            pass
+
+
 def _json(v: Any) -> str:
     return json.dumps(v, sort_keys=True, default=str)
 
@@ -181,6 +200,7 @@ class Store:
             except BaseException:
                 self.release()  # or the failed writer's lock would keep readers out
                 raise
+            _remove_orphans(self.dir)
             return
         version = self._read_version()
         if version < SCHEMA_VERSION:
