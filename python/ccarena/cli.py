@@ -321,6 +321,12 @@ def _make_executor(jobs: Optional[int], dask: Optional[str]):
     from .experiments.executors import DaskExecutor, LocalExecutor  # the engine (Dask itself only when used)
 
     if dask:
+        try:
+            # Dask is an optional extra; checked before anything runs.
+            import distributed  # noqa: F401
+        except ImportError:
+            raise UsageError("--dask: Dask is not installed; install the extra with pip install 'ccarena[dask]' "
+                             "(or pip install 'dask[distributed]')") from None
         return DaskExecutor(dask, jobs=jobs)
     return LocalExecutor(jobs)
 
