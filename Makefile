@@ -11,15 +11,19 @@ SLOW   ?= short
 
 .PHONY: setup demo test test-rust test-python bench clean linux-tools
 
+# Cargo's progress lines show while the engine builds (about a minute the first time).
 setup: $(VENV)/.deps linux-tools
-	@VIRTUAL_ENV=$(abspath $(VENV)) $(BIN)/maturin develop --release --quiet --extras test >/dev/null
+	@echo "== building the engine (Rust, release mode; cargo shows its progress)"
+	@VIRTUAL_ENV=$(abspath $(VENV)) $(BIN)/maturin develop --release --extras test,dask
+	@echo "== ready: $(BIN)/ccarena"
 
 # The linux backend's helpers (docs/linux-backend.md): the NFQUEUE delay
 # program and the BPF congestion-control programs, built into the package's
 # linux/bin directory. Built when their tools are present (gcc with
 # libnetfilter-queue-dev; clang, bpftool and libbpf-dev with a kernel that has
 # BTF); otherwise skipped with a note, and the simulator works as before.
-LINUX_BIN := python/ccarena/backends/linux/bin
+# LINUX_BIN=DIR builds them elsewhere, e.g. into an installed package's linux/bin.
+LINUX_BIN ?= python/ccarena/backends/linux/bin
 BPF_SRC   := $(wildcard bpf/*.bpf.c)
 BPF_OBJ   := $(patsubst bpf/%.bpf.c,$(LINUX_BIN)/%.bpf.o,$(BPF_SRC))
 BPF_ARCH  := $(shell uname -m | sed -e s/x86_64/x86/ -e s/aarch64/arm64/)
@@ -45,9 +49,11 @@ $(LINUX_BIN)/%.bpf.o: bpf/%.bpf.c bpf/ccarena_ca.h target/bpf/vmlinux.h
 
 $(VENV)/.deps: pyproject.toml
 	@command -v cargo >/dev/null || { echo "cargo not found: install a Rust toolchain (rustup) first"; exit 2; }
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet "maturin>=1.5,<2" numpy "pandas>=2" "pyarrow>=14" "typer>=0.12" "rich>=13" "duckdb>=1.0" "matplotlib>=3.7" "dask[distributed]>=2024.1" "pytest>=8" "pytest-timeout>=2" "hypothesis>=6"
+	@echo "== creating the virtualenv $(VENV) (needs python3-venv)"
+	@$(PYTHON) -m venv $(VENV) || { echo "could not create $(VENV): on Debian/Ubuntu install python3-venv"; exit 2; }
+	@echo "== installing the Python dependencies (pip; about 300 MB)"
+	@$(BIN)/pip install --quiet --upgrade pip
+	@$(BIN)/pip install --progress-bar on "maturin>=1.5,<2" numpy "pandas>=2" "pyarrow>=14" "typer>=0.12" "rich>=13" "duckdb>=1.0" "matplotlib>=3.7" "dask[distributed]>=2024.1" "pytest>=8" "pytest-timeout>=2" "hypothesis>=6"
 	@touch $@
 
 demo: setup

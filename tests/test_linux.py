@@ -260,7 +260,7 @@ def test_sigkill_then_cleanup_leaves_nothing(tmp_path):
 
 @needs_linux
 def test_validate_ci_set(tmp_path):
-    p = cli("validate", "--set", "ci", "--duration", "5", "--out", str(tmp_path), check=True)
+    p = cli("validate", "--suite", "ci", "--duration", "5", "--out", str(tmp_path), check=True)
     assert "reno-50M-40v40ms" in p.stdout and "cubic-50M-40v40ms" in p.stdout
     (d,) = list(tmp_path.iterdir())
     table = json.loads((d / "table.json").read_text())
@@ -271,5 +271,5 @@ def test_validate_ci_set(tmp_path):
 
 
 def test_validate_rejects_unknown_set():
-    p = cli("validate", "--set", "nonesuch")
+    p = cli("validate", "--suite", "nonesuch")
     assert p.returncode == 2 and "allowed: default" in p.stderr and "Traceback" not in p.stderr

@@ -13,45 +13,81 @@ from pathlib import Path
 from typing import List, Optional
 
 import typer
-from rich import box
-from rich.console import Console
-from rich.markup import escape
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-from rich.table import Table
 
-from .backends.cca import load_cca_file
-from .backends.linux.cleanup import cleanup as linux_cleanup
-from .backends.linux.host import check_root
-from .backends.registry import BACKENDS
 from .errors import CcarenaError, UsageError
-from .experiments.bench import bench as run_bench
-from .experiments.catalogue import missing_features, preset_catalogue
-from .experiments.executors import DaskExecutor, LocalExecutor
-from .present.format import pm, slug
-from .scenario.catalogue import cca_catalogue
-from .scenario.document import parse_override
-from .scenario.traffic import BACKGROUNDS
 from .version import __version__
 
-# Commands import what needs pandas, DuckDB or matplotlib (results, runner,
-# figures, report, cross-check) when they run, so that `ccarena --help`,
-# `list` and `version` stay quick.
+# Only what every command needs is imported here: `ccarena version`, `--help`
+# and shell completion must not wait for pandas, DuckDB, matplotlib, Dask or
+# even the engine. Commands import what they use when they run (each import
+# says what it puts off).
 
+# Help texts are plain text: they quote scenario syntax such as [sweep], which
+# rich markup would swallow.
+_SETTINGS = {"help_option_names": ["-h", "--help"]}
 app = typer.Typer(
-    add_completion=False,
     no_args_is_help=True,
     help="ccarena: run TCP congestion-control experiments on a Linux-faithful simulator.",
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    context_settings=_SETTINGS,
 )
-list_app = typer.Typer(no_args_is_help=True, help="List algorithms or shipped experiments.")
+list_app = typer.Typer(no_args_is_help=True, help="List algorithms or shipped experiments.", rich_markup_mode=None, context_settings=_SETTINGS)
 app.add_typer(list_app, name="list")
 
-# Tables stay readable when the output is piped (no terminal width to follow).
-out = Console() if sys.stdout.isatty() else Console(width=140)
-err = Console(stderr=True, soft_wrap=True)
+
+class _Consoles:
+    """stdout and stderr as rich consoles, made on first use (rich's console
+    is not needed by `version` or completion). Piped output follows COLUMNS
+    when it is set, else 140 columns (no terminal width to follow)."""
+
+    def __getattr__(self, name: str):
+        from rich.console import Console  # on first output
+
+        piped = {} if sys.stdout.isatty() or os.environ.get("COLUMNS", "").isdigit() else {"width": 140}
+        self.out = Console(**piped)
+        self.err = Console(stderr=True, soft_wrap=True)
+        return getattr(self, name)
+
+
+_consoles = _Consoles()
+
+
+class _Lazy:
+    def __init__(self, name: str):
+        self._name = name
+
+    def __getattr__(self, attr: str):
+        return getattr(getattr(_consoles, self._name), attr)
+
+
+out = _Lazy("out")
+err = _Lazy("err")
+
+
+def _esc(text: str) -> str:
+    """`text` (a message, a scenario's name) as literal text inside rich markup."""
+    from rich.markup import escape  # rich: on first output
+
+    return escape(text)
+
+
+def _version_option(value: bool) -> None:
+    if value:
+        print(f"ccarena {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main_options(
+    version: bool = typer.Option(False, "--version", "-V", is_eager=True, callback=_version_option, help="Print the version and exit."),
+) -> None:
+    """ccarena: run TCP congestion-control experiments on a Linux-faithful simulator."""
 
 
 def _overrides(sets: Optional[List[str]]) -> dict:
+    from .scenario.document import parse_override  # the scenario wing: only commands that read a scenario
+
     result = {}
     for s in sets or []:
         key, value = parse_override(s)
@@ -84,6 +120,8 @@ def escape_path(path: Path) -> str:
 
 
 def _progress_bar(enabled: bool, unit: str = "s simulated"):
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn  # rich: on first output
+
     return Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
@@ -101,29 +139,34 @@ def run(
     scenario: str = typer.Argument(..., help="Scenario file (.toml) or preset name (see `ccarena list experiments`)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object instead of a table."),
     sets: Optional[List[str]] = typer.Option(None, "--set", help="Override a field, e.g. --set run.duration=10s (repeatable)."),
-    out_dir: Optional[Path] = typer.Option(None, "--out", help="Directory for the saved result (default results/runs/NAME-seedN)."),
+    out_dir: Optional[Path] = typer.Option(
+        None, "--out", help="Directory for the saved result (default results/runs/NAME-seedN, or NAME-seedN-2, ... when that holds a different run)."
+    ),
     no_save: bool = typer.Option(False, "--no-save", help="Do not save the result."),
     backend: str = typer.Option("sim", "--backend", help="Where to run: sim (the simulator) or linux (this machine's kernel TCP; needs root)."),
     cca_files: Optional[List[Path]] = typer.Option(None, "--cca-file", help="Python file defining congestion control classes (repeatable). It is code and runs with your rights: use only files you trust."),
 ) -> None:
     """Run one scenario and print per-flow results."""
+    # The engine and the scenario wing.
+    from .backends.cca import load_cca_file
+    from .backends.registry import BACKENDS
+
     for f in cca_files or []:
         load_cca_file(f)
     if backend not in BACKENDS:
         raise UsageError(f"--backend: unknown backend {backend!r}; allowed: {', '.join(BACKENDS)}")
     runner = BACKENDS[backend]
     sc = runner.load(scenario, _overrides(sets))
-    suffix = "" if backend == "sim" else f"-{backend}"
-    target = None if no_save else _check_out_dir(out_dir or Path("results") / "runs" / f"{sc.file_name}-seed{sc.seed}{suffix}")
     _warn_requirements(sc.doc)
     if sc.doc.get("sweep") and not as_json:
-        err.print(f"note: {escape(sc.name)} has a \\[sweep] table; this runs its base scenario once (`ccarena sweep {escape(scenario)}` runs the whole sweep)", highlight=False)
+        err.print(f"note: {sc.name} has a [sweep] table; this runs its base scenario once (`ccarena sweep {scenario}` runs the whole sweep)", highlight=False, markup=False)
+    target = None if no_save else _check_out_dir(_save_dir(sc, backend, out_dir))
     show = sys.stderr.isatty() and not as_json
     with _progress_bar(show, runner.progress_unit) as bar:
-        task = bar.add_task(escape(sc.name), total=sc.engine["run"]["duration"] / 1e9)
+        task = bar.add_task(_esc(sc.name), total=sc.engine["run"]["duration"] / 1e9)
         result = runner.run(sc, progress=lambda done, total: bar.update(task, completed=done))
     for note in result.record.get("linux", {}).get("notes", []):
-        err.print(f"note: {escape(note)}", highlight=False)
+        err.print(f"note: {note}", highlight=False, markup=False)
     saved = None
     if as_json:
         # Printed before saving, so that a failure to save loses nothing.
@@ -132,14 +175,47 @@ def run(
         saved = result.save(target)
     if as_json:
         if saved:
-            err.print(f"saved to {escape(str(saved))}")
+            err.print(f"saved to {_esc(str(saved))}")
     else:
         _print_run(result)
         if saved:
-            out.print(f"saved to [bold]{escape(str(saved))}[/bold]")
+            out.print(f"saved to [bold]{_esc(str(saved))}[/bold]")
     if result.invariant_violations:
-        err.print(f"[red]engine invariant violated:[/red] {escape(result.invariant_violations[0])}")
+        err.print(f"[red]engine invariant violated:[/red] {_esc(str(result.invariant_violations[0]))}")
         raise typer.Exit(3)
+
+
+def _same_run(directory: Path, sc, backend: str) -> bool:
+    """Whether `directory` holds a saved run of exactly this scenario as
+    resolved, on the simulator (which repeats a run bit for bit). Kernel runs
+    and runs of algorithms written in Python (whose files may have changed)
+    are never the same run."""
+    if backend != "sim" or sc.meta.python_ccas:
+        return False
+    try:
+        saved = json.loads((directory / "resolved.json").read_text())
+    except (OSError, ValueError):
+        return False
+    now = json.loads(json.dumps({"backend": sc.backend, "engine": sc.engine, "meta": sc.meta.to_dict()}))
+    return saved == now
+
+
+def _save_dir(sc, backend: str, out_dir: Optional[Path]) -> Path:
+    """Where `ccarena run` saves: never over a different run. An explicit
+    --out that holds something else is refused (before the run); the default
+    results/runs/NAME-seedN takes the first free or identical NAME-seedN-2,
+    -3, ..."""
+    if out_dir is not None:
+        if out_dir.exists() and any(out_dir.iterdir()) and not _same_run(out_dir, sc, backend):
+            raise UsageError(f"--out: {out_dir} already holds something else (a different run?); choose another directory or remove it")
+        return out_dir
+    suffix = "" if backend == "sim" else f"-{backend}"
+    base = Path("results") / "runs" / f"{sc.file_name}-seed{sc.seed}{suffix}"
+    candidate, k = base, 1
+    while candidate.exists() and any(candidate.iterdir()) and not _same_run(candidate, sc, backend):
+        k += 1
+        candidate = base.with_name(f"{base.name}-{k}")
+    return candidate
 
 
 def _print_run(result) -> None:
@@ -148,31 +224,32 @@ def _print_run(result) -> None:
     sc = result.scenario
     rate = result.record["link"]["rate_bps"] / 1e6
     linux = result.record.get("backend") == "linux"
-    title = f"{escape(sc.name)}: {len(flows)} flows, {rate:g} Mbps, {result.record['duration_ns'] / 1e9:g} s (warm-up {result.record['warmup_ns'] / 1e9:g} s), seed {sc.seed}"
+    title = f"{sc.name}: {len(flows)} flows, {rate:g} Mbps, {result.record['duration_ns'] / 1e9:g} s (warm-up {result.record['warmup_ns'] / 1e9:g} s), seed {sc.seed}"
     if linux:
-        title += f" \\[linux backend, kernel {escape(result.record['linux']['kernel'])}]"
-    t = Table(title=title, title_justify="left", box=box.SIMPLE_HEAVY)
-    for col, just in [
+        title += f" [linux backend, kernel {result.record['linux']['kernel']}]"
+    # Imported when the command runs (see the note at the top).
+    from .present.tables import Column, Listing, emit
+
+    cols = [
         ("flow", "right"), ("cca", "left"), ("rtt ms", "right"), ("start s", "right"), ("Mbps", "right"),
         ("share", "right"), ("cwnd", "right"), ("sRTT ms", "right"), ("retrans", "right"), ("RTOs", "right"), ("drops", "right"),
-    ]:
-        t.add_column(col, justify=just)
+    ]
+    listing = Listing([Column(c, j, no_wrap=True) for c, j in cols], [], title=title)
     total = flows.throughput_mbps.sum()
     background = int(flows.background.sum()) if "background" in flows else 0
     for i, f in flows.iterrows():
         cca = f.cca + (" (reverse)" if f.get("direction", "forward") == "reverse" else "")
-        t.add_row(
-            str(i), escape(cca), f"{f.rtt_ms:.4g}", f"{f.start_s:.4g}", f"{f.throughput_mbps:.2f}",
+        listing.rows.append([
+            str(i), cca, f"{f.rtt_ms:.4g}", f"{f.start_s:.4g}", f"{f.throughput_mbps:.2f}",
             f"{f.throughput_mbps / total:.1%}" if total > 0 else "-",
             f"{f.mean_cwnd:.0f}" if f.mean_cwnd == f.mean_cwnd else "-",
             f"{f.mean_srtt_ms:.1f}" if f.mean_srtt_ms == f.mean_srtt_ms else "-",
             str(f.retransmissions), str(f.rtos), "-" if linux else str(f.drops),
-            style="dim" if f.get("background", False) else None,
-        )
+        ])
+        listing.row_styles.append("dim" if f.get("background", False) else None)
     if background:
-        t.caption = f"dim: background flows ({background}), left out of Jain's index and the throughput ratio"
-        t.caption_justify = "left"
-    out.print(t)
+        listing.caption = f"dim: background flows ({background}), left out of Jain's index and the throughput ratio"
+    emit(listing, "table", out)
     speed = result.record["duration_ns"] / 1e9 / result.wall_time_s if result.wall_time_s > 0 else float("inf")
     if linux:
         out.print(
@@ -222,6 +299,10 @@ def bench(
 ) -> None:
     """Time the engine on the fixed benchmark scenarios: 400 Mbps with 2 CUBIC flows, and the same with
     24 background flows and web traffic both ways (60 s simulated each)."""
+    from rich.table import Table  # rich: on first output
+
+    from .experiments.bench import bench as run_bench  # the engine
+
     results = [run_bench(s, repeat=repeat) for s in (scenarios or ["bench", "bench-background"])]
     if as_json:
         for r in results:
@@ -246,6 +327,8 @@ def bench(
 
 
 def _sweep_progress(enabled: bool):
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn  # rich: on first output
+
     return Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
@@ -263,16 +346,26 @@ def _sweep_progress(enabled: bool):
 def _make_executor(jobs: Optional[int], dask: Optional[str]):
     if jobs is not None and jobs < 1:
         raise UsageError(f"--jobs: must be at least 1, got {jobs}")
+    from .experiments.executors import DaskExecutor, LocalExecutor  # the engine (Dask itself only when used)
+
     if dask:
+        try:
+            # Dask is an optional extra; checked before anything runs.
+            import distributed  # noqa: F401
+        except ImportError:
+            raise UsageError("--dask: Dask is not installed; install the extra with pip install 'ccarena[dask]' "
+                             "(or pip install 'dask[distributed]')") from None
         return DaskExecutor(dask, jobs=jobs)
     return LocalExecutor(jobs)
 
 
 def _warn_requirements(doc: dict) -> None:
+    from .experiments.catalogue import missing_features  # the engine's catalogue
+
     missing = missing_features(doc)
     if missing:
         name = doc.get("name", "scenario")
-        err.print(f"[yellow]warning:[/yellow] {escape(str(name))} runs without {', '.join(missing)} (not in the engine yet; see its notes)", highlight=False, soft_wrap=True)
+        err.print(f"[yellow]warning:[/yellow] {_esc(str(name))} runs without {', '.join(missing)} (not in the engine yet; see its notes)", highlight=False, soft_wrap=True)
 
 
 def _run_sweep_cli(scenario: str, results_dir: Path, jobs, dask, sets, quick: bool, repetitions, name, retry_failed: bool, quiet: bool):
@@ -300,9 +393,9 @@ def _run_sweep_cli(scenario: str, results_dir: Path, jobs, dask, sets, quick: bo
             if kind == "start":
                 if info["skipped"]:
                     reasons = "; ".join(f"{k} ({v} runs)" for k, v in info["skip_reasons"].items())
-                    err.print(f"[yellow]warning:[/yellow] skipping {info['skipped']} runs: {escape(reasons)}", highlight=False, soft_wrap=True)
+                    err.print(f"[yellow]warning:[/yellow] skipping {info['skipped']} runs: {_esc(reasons)}", highlight=False, soft_wrap=True)
                 if not quiet:
-                    err.print(f"{escape(info['experiment'])}: {info['runs']} runs to compute, {info['cached']} already stored "
+                    err.print(f"{_esc(info['experiment'])}: {info['runs']} runs to compute, {info['cached']} already stored "
                               f"({info['simulated_s']:.0f} s simulated on {info['executor']})", highlight=False)
                 state["runs"] = info["runs"]
                 state["task"] = bar.add_task(info["experiment"], total=max(info["simulated_s"], 1e-9), runs=f"0/{info['runs']} runs")
@@ -321,45 +414,70 @@ def _run_sweep_cli(scenario: str, results_dir: Path, jobs, dask, sets, quick: bo
                                   f"{el:.0f} s elapsed, ETA {eta:.0f} s", highlight=False)
                 bar.update(state["task"], completed=info["simulated_s"], **fields)
             elif kind == "run" and not info["ok"]:
-                err.print(f"[red]run failed[/red] {info['run_id']} {escape(str(info['params']))}: {escape(str(info['error']))}", highlight=False, soft_wrap=True)
+                err.print(f"[red]run failed[/red] {info['run_id']} {_esc(str(info['params']))}: {_esc(str(info['error']))}", highlight=False, soft_wrap=True)
 
         try:
             outcome = run_sweep(plan, results_dir, executor=executor, name=name, variant="quick" if plan.quick else "",
                                 retry_failed=retry_failed, on_event=on_event)
         except KeyboardInterrupt:
-            err.print(f"interrupted: finished runs are stored in {escape(str(results_dir))}; run the same command again to resume", highlight=False)
+            err.print(f"interrupted: finished runs are stored in {results_dir}; run the same command again to resume", highlight=False, markup=False)
             raise
     return doc, outcome
 
 
-def _points_table(res, experiment_id: str, title: str) -> Table:
+def _points_table(res, experiment_id: str, title: str):
+    """The key metrics per grid point as a `Listing`: the cells as the report
+    shows them (mean ±CI), the data as raw numbers (mean and `_ci95` columns)."""
     # matplotlib and pandas.
     from .present.figures import short_label
+    from .present.format import pm
     from .present.report import experiment_shape, key_metrics
+    from .present.tables import Column, Listing
 
     runs = res.runs[res.runs.experiment_id == experiment_id]
     ok = runs[runs.status == "ok"]
     shape = experiment_shape(res, ok.run_id)
     names = res.param_names(experiment_id)
     km = key_metrics(shape["n_flows"], shape["n_groups"], shape["web"], shape["udp"])
-    t = Table(title=escape(title), title_justify="left", box=box.SIMPLE_HEAVY,
-              caption="mean ± half-width of the 95 % confidence interval over repetitions", caption_justify="left")
     pts = res.points(experiment_id, km) if len(ok) else None
-    for n in names:
-        width = max([len(n)] + ([len(str(v)) for v in pts[n]] if pts is not None and n in pts else []))
-        t.add_column(escape(n), no_wrap=True, min_width=min(width, 24))
-    t.add_column("n", justify="right", no_wrap=True)
-    for m in km:
-        t.add_column(short_label(m), justify="right")
+    columns = [Column(n, no_wrap=True) for n in names] + [Column("n", "right", no_wrap=True)]
+    columns += [Column(short_label(m), "right", no_wrap=True) for m in km]
+    listing = Listing(columns, [], title=title, caption="mean ± half-width of the 95 % confidence interval over repetitions", data=[])
     if pts is not None:
         for _, p in pts.iterrows():
-            cells = [escape(str(p[n])) for n in names] + [str(int(p.n))]
+            cells = [str(p[n]) for n in names] + [str(int(p.n))]
+            row = {"experiment": experiment_id, **{n: p[n] for n in names}, "n": int(p.n)}
             for m in km:
                 cells.append(pm(p[m], p[f"{m}_ci95"], 1 if m.startswith("total_") else None))
-            t.add_row(*cells)
-    return t
+                row[m], row[f"{m}_ci95"] = _plain(p[m]), _plain(p[f"{m}_ci95"])
+            listing.rows.append(cells)
+            listing.data.append(row)
+    return listing
 
 
+def _plain(v):
+    """A number for CSV or JSON: a Python float, None for NaN."""
+    try:
+        v = float(v)
+    except (TypeError, ValueError):
+        return v
+    return None if v != v else v
+
+
+def _emit(listing, fmt: str = "table") -> None:
+    from .present.tables import emit  # rich: on first output
+
+    emit(listing, fmt, out)
+
+
+def _format_option(as_json: bool, fmt: str) -> str:
+    # Imported when the command runs (see the note at the top).
+    from .present.tables import check_format
+
+    return "json" if as_json else check_format(fmt)
+
+
+FORMAT_HELP = "Output format: table, csv, tsv or json."
 
 
 def _status_line(res, experiment_id: str) -> str:
@@ -390,7 +508,7 @@ def sweep(
         print(json.dumps(outcome.to_dict()))
     else:
         res = load(results_dir)
-        out.print(_points_table(res, outcome.experiment_id, f"{outcome.experiment_id}: {_status_line(res, outcome.experiment_id)}"))
+        _emit(_points_table(res, outcome.experiment_id, f"{outcome.experiment_id}: {_status_line(res, outcome.experiment_id)}"))
         out.print(f"{outcome.computed} runs computed, {outcome.cached} already stored, {outcome.failed} failed, "
                           f"{outcome.skipped} skipped in {outcome.wall_s:.1f} s; results in [bold]{results_dir}[/bold]  (next: ccarena report {results_dir})")
     if outcome.failed:
@@ -401,12 +519,14 @@ def sweep(
 def results(
     directory: Path = typer.Argument(Path("results"), help="Results directory."),
     experiment: Optional[str] = typer.Option(None, "--experiment", "-e", help="Only this experiment."),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON (experiments, run counts, per-point metrics)."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON (experiments, run counts, per-point metrics); same as --format json."),
+    fmt: str = typer.Option("table", "--format", "-f", help=FORMAT_HELP + " csv and tsv: one row per grid point, each metric's mean and its _ci95."),
     recompute: bool = typer.Option(False, "--recompute", help="Recompute every metric from the stored raw records first."),
 ) -> None:
     """Summarise a results directory: experiments, runs, metrics per grid point."""
     from .results.store import Store, load  # DuckDB, pandas
 
+    fmt = _format_option(as_json, fmt)
     if not directory.exists():
         raise UsageError(f"{directory}: no such results directory")
     if recompute:
@@ -419,7 +539,7 @@ def results(
         exps = exps[(exps.experiment_id == experiment) | (exps.name == experiment)]
         if not len(exps):
             raise UsageError(f"--experiment: no experiment {experiment!r} in {directory}; present: {', '.join(res.experiments.experiment_id) or 'none'}")
-    if as_json:
+    if fmt == "json":
         doc = []
         for _, e in exps.iterrows():
             runs = res.runs[res.runs.experiment_id == e.experiment_id]
@@ -431,14 +551,24 @@ def results(
             })
         print(json.dumps({"directory": str(directory), "experiments": doc}))
         return
+    if fmt in ("csv", "tsv"):
+        # Imported when the command runs (see the note at the top).
+        from .present.tables import to_delimited
+
+        rows = []
+        for _, e in exps.iterrows():
+            if (res.runs[res.runs.experiment_id == e.experiment_id].status == "ok").any():
+                rows += _points_table(res, e.experiment_id, "").records()
+        sys.stdout.write(to_delimited(rows, "," if fmt == "csv" else "\t"))
+        return
     if not len(exps):
-        out.print(f"{escape(str(directory))}: no experiments yet")
+        out.print(f"{_esc(str(directory))}: no experiments yet")
         return
     for _, e in exps.iterrows():
-        out.print(_points_table(res, e.experiment_id, f"{e.experiment_id}: {_status_line(res, e.experiment_id)}"))
+        _emit(_points_table(res, e.experiment_id, f"{e.experiment_id}: {_status_line(res, e.experiment_id)}"))
         failed = res.runs[(res.runs.experiment_id == e.experiment_id) & (res.runs.status == "error")]
         for _, r in failed.head(5).iterrows():
-            out.print(f"  [red]failed[/red] {r.run_id}: {escape(str(r.error))}", highlight=False)
+            out.print(f"  [red]failed[/red] {r.run_id}: {_esc(str(r.error))}", highlight=False)
 
 
 @app.command()
@@ -456,8 +586,8 @@ def report(
     if not directory.exists():
         raise UsageError(f"{directory}: no such results directory")
     index = write_report(directory, out_dir, per_run=per_run, experiments=experiment,
-                         progress=(lambda m: err.print(f"[dim]{escape(m)}[/dim]", highlight=False)) if sys.stderr.isatty() else None)
-    out.print(f"report: [bold]{escape(str(index))}[/bold]")
+                         progress=(lambda m: err.print(f"[dim]{_esc(m)}[/dim]", highlight=False)) if sys.stderr.isatty() else None)
+    out.print(f"report: [bold]{index}[/bold]")
 
 
 @app.command()
@@ -477,11 +607,15 @@ def reproduce(
 ) -> None:
     """Run an experiment's sweep, store the results, draw its figures and write the report."""
     # matplotlib, DuckDB, pandas.
+    from .present.format import slug
     from .present.report import write_report
     from .results.store import load
 
     if per_run not in ("first", "all", "none"):
         raise UsageError(f"--per-run: unknown value {per_run!r}; allowed: first, all, none")
+    # Imported when the command runs (see the note at the top).
+    from .scenario.traffic import BACKGROUNDS
+
     if background is not None:
         if background not in BACKGROUNDS:
             raise UsageError(f"--background: unknown set-up {background!r}; allowed: {', '.join(BACKGROUNDS)}")
@@ -490,11 +624,11 @@ def reproduce(
     doc, outcome = _run_sweep_cli(preset, results_dir, jobs, dask, sets, not full, repetitions, None, True, False)
     res = load(results_dir)
     mode = "quick mode (add --full for the paper's set-up)" if outcome.experiment_id.endswith("@quick") else "full set-up"
-    out.print(_points_table(res, outcome.experiment_id, f"{outcome.experiment_id}: {_status_line(res, outcome.experiment_id)}, {mode}"))
+    _emit(_points_table(res, outcome.experiment_id, f"{outcome.experiment_id}: {_status_line(res, outcome.experiment_id)}, {mode}"))
     out.print(f"{outcome.computed} runs computed, {outcome.cached} already stored, {outcome.failed} failed, {outcome.skipped} skipped "
               f"in {outcome.wall_s:.1f} s")
     if not no_report:
-        index = write_report(results_dir, per_run=per_run, progress=(lambda m: err.print(f"[dim]{escape(m)}[/dim]", highlight=False)) if sys.stderr.isatty() else None)
+        index = write_report(results_dir, per_run=per_run, progress=(lambda m: err.print(f"[dim]{_esc(m)}[/dim]", highlight=False)) if sys.stderr.isatty() else None)
         page = index.parent / slug(outcome.experiment_id) / "index.html"
         figs = sorted(p.name for p in page.parent.glob("*.png"))
         out.print(f"figures: {', '.join(figs) or 'none'} in {page.parent}")
@@ -504,39 +638,60 @@ def reproduce(
 
 
 @list_app.command("ccas")
-def list_ccas(as_json: bool = typer.Option(False, "--json")) -> None:
+def list_ccas(
+    as_json: bool = typer.Option(False, "--json", help="Same as --format json."),
+    fmt: str = typer.Option("table", "--format", "-f", help=FORMAT_HELP),
+) -> None:
     """Congestion-control algorithms with a one-line description and their source."""
+    # Imported when the command runs (see the note at the top).
+    from .present.tables import Column, Listing
+    from .scenario.catalogue import cca_catalogue  # the engine
+
+    fmt = _format_option(as_json, fmt)
     cat = cca_catalogue()
-    if as_json:
+    if fmt == "json":
         print(json.dumps(cat))
         return
-    t = Table(title="Congestion-control algorithms", title_justify="left", show_lines=True)
-    t.add_column("name", style="bold")
-    t.add_column("description")
-    t.add_column("source")
-    t.add_column("parameters (default)")
+    listing = Listing(
+        [Column("name", no_wrap=True, style="bold"), Column("description"), Column("source"), Column("parameters (default)")],
+        [], title="Congestion-control algorithms", show_lines=True, box=None,
+    )
     for c in cat:
         params = ", ".join(f"{p['name']}={str(p['default']).lower()}" for p in c["params"]) or "-"
-        t.add_row(c["name"], c["description"], c["source"], params)
-    out.print(t)
+        listing.rows.append([c["name"], c["description"], c["source"], params])
+    _emit_listing(listing, fmt)
 
 
 @list_app.command("experiments")
-def list_experiments(as_json: bool = typer.Option(False, "--json")) -> None:
+def list_experiments(
+    as_json: bool = typer.Option(False, "--json", help="Same as --format json."),
+    fmt: str = typer.Option("table", "--format", "-f", help=FORMAT_HELP),
+) -> None:
     """Shipped scenarios (presets) with what they show and where they come from."""
+    # The engine's catalogue.
+    from .experiments.catalogue import preset_catalogue
+    from .present.tables import Column, Listing
+
+    fmt = _format_option(as_json, fmt)
     cat = preset_catalogue()
-    if as_json:
+    if fmt == "json":
         print(json.dumps(cat))
         return
-    t = Table(title="Experiments", title_justify="left", show_lines=True)
-    t.add_column("name", style="bold")
-    t.add_column("what it shows")
-    t.add_column("source")
-    t.add_column("runs")
-    t.add_column("not in the engine yet")
+    listing = Listing(
+        [Column("name", no_wrap=True, style="bold"), Column("what it shows"), Column("source"), Column("runs", no_wrap=True), Column("not in the engine yet")],
+        [], title="Experiments", show_lines=True, box=None,
+    )
     for p in cat:
-        t.add_row(*(escape(str(v)) for v in (p["name"], p["description"], p["source"], p["runs"], ", ".join(p["missing"]) or "-")))
-    out.print(t)
+        listing.rows.append([str(v) for v in (p["name"], p["description"], p["source"], p["runs"], ", ".join(p["missing"]) or "-")])
+    _emit_listing(listing, fmt)
+
+
+def _emit_listing(listing, fmt: str) -> None:
+    """A listing of names and prose: drawn as a table with lines between rows."""
+    from rich import box  # rich: on first output
+
+    listing.box = box.HEAVY_HEAD
+    _emit(listing, fmt)
 
 
 @app.command()
@@ -544,6 +699,10 @@ def cleanup(
     everything: bool = typer.Option(False, "--all", help="Also remove what live runs own (stops them)."),
 ) -> None:
     """Remove what killed linux-backend runs left behind (namespaces, processes, BPF algorithms)."""
+    # The linux backend: only for this command.
+    from .backends.linux.cleanup import cleanup as linux_cleanup
+    from .backends.linux.host import check_root
+
     check_root()
     r = linux_cleanup(everything=everything)
     if not any(r.values()):
@@ -558,34 +717,39 @@ def cleanup(
 
 @app.command()
 def validate(
-    set_name: str = typer.Option("default", "--set", help="Validation set: " + ", ".join("default quick ci".split()) + "."),
+    suite: str = typer.Option("default", "--suite", "-s", help="Validation suite: default, quick or ci."),
+    old_set: Optional[str] = typer.Option(None, "--set", hidden=True),
     repetitions: Optional[int] = typer.Option(None, "--reps", min=1, help="Repetitions per backend (default: the set's)."),
     duration: Optional[float] = typer.Option(None, "--duration", min=1, help="Seconds per run (default: the set's)."),
     out_root: Path = typer.Option(Path("results") / "validate", "--out", help="Where to store the table and the runs."),
     as_json: bool = typer.Option(False, "--json", help="Print the table as JSON."),
 ) -> None:
-    """Run a validation set on the simulator and on this machine's kernel, and compare."""
-    from .experiments.crosscheck import METRICS, VALIDATION_SETS, fmt_diff, format_metric, run_validation  # pandas
+    """Run a validation suite on the simulator and on this machine's kernel, and compare."""
+    # Pandas.
+    from .experiments.crosscheck import METRICS, VALIDATION_SETS, fmt_diff, format_metric, run_validation
+    from .present.tables import Column, Listing
 
-    if set_name not in VALIDATION_SETS:
-        raise UsageError(f"--set: unknown validation set {set_name!r}; allowed: {', '.join(VALIDATION_SETS)}")
-    table, where = run_validation(set_name, out_root, duration, repetitions, log=lambda s: err.print(escape(s), highlight=False, soft_wrap=True))
+    if old_set is not None:
+        raise UsageError(f"validate: --set is now --suite (--set overrides scenario fields in the other commands); use --suite {old_set}")
+    if suite not in VALIDATION_SETS:
+        raise UsageError(f"--suite: unknown validation suite {suite!r}; allowed: {', '.join(VALIDATION_SETS)}")
+    table, where = run_validation(suite, out_root, duration, repetitions, log=lambda s: err.print(s, highlight=False, soft_wrap=True))
     if as_json:
         print(table.to_json(orient="records"))
-        err.print(f"stored in {escape(str(where))}")
+        err.print(f"stored in {_esc(str(where))}")
         return
-    t = Table(title=f"validate {set_name}: simulator vs kernel ({VALIDATION_SETS[set_name].description})", title_justify="left", box=box.SIMPLE_HEAVY)
-    for col in ("case", "metric", "sim", "kernel", "kernel min-max", "sim - kernel", "> spread", "sim, kernel's starts"):
-        t.add_column(col, justify="left" if col in ("case", "metric") else "right")
+    cols = ("case", "metric", "sim", "kernel", "kernel min-max", "sim - kernel", "> spread", "sim, kernel's starts")
+    listing = Listing([Column(c, "left" if c in ("case", "metric") else "right", no_wrap=c not in ("case", "metric")) for c in cols], [],
+                      title=f"validate {suite}: simulator vs kernel ({VALIDATION_SETS[suite].description})")
     for _, r in table.iterrows():
         m = r.metric
-        t.add_row(
+        listing.rows.append([
             r.case, METRICS[m], format_metric(m, r.sim), format_metric(m, r.kernel), f"{format_metric(m, r.kernel_min)}-{format_metric(m, r.kernel_max)}",
             fmt_diff(m, r["diff"]),
-            "[bold red]yes[/bold red]" if r.flagged else "",
+            "yes" if r.flagged else "",
             f"{format_metric(m, r.sim_kernel_starts)} ({format_metric(m, r.sim_kernel_starts_min)}-{format_metric(m, r.sim_kernel_starts_max)})",
-        )
-    out.print(t)
+        ])
+    _emit(listing)
     out.print(f"stored in [bold]{where}[/bold] (table.md, table.json, table.parquet, runs/)")
 
 
@@ -605,7 +769,7 @@ def main(argv: Optional[List[str]] = None) -> None:
             sys.exit(rc)
     except CcarenaError as e:
         # Escaped: messages quote scenario syntax such as [sweep], which is not markup.
-        err.print(f"[red]error:[/red] {escape(str(e))}", highlight=False, soft_wrap=True)
+        err.print(f"[red]error:[/red] {_esc(str(e))}", highlight=False, soft_wrap=True)
         sys.exit(2)
     except typer.Exit as e:
         sys.exit(e.exit_code)
@@ -620,7 +784,7 @@ def main(argv: Optional[List[str]] = None) -> None:
             sys.exit(e.exit_code)
         if os.environ.get("CCARENA_DEBUG"):
             raise
-        err.print(f"[red]error:[/red] {type(e).__name__}: {escape(str(e))} (set CCARENA_DEBUG=1 for details)", highlight=False, soft_wrap=True)
+        err.print(f"[red]error:[/red] {type(e).__name__}: {_esc(str(e))} (set CCARENA_DEBUG=1 for details)", highlight=False, soft_wrap=True)
         sys.exit(1)
 
 

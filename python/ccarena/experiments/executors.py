@@ -282,7 +282,7 @@ class DaskExecutor:
             # dask.distributed: imported only by sweeps that use it (it is large).
             from distributed import Client, LocalCluster, as_completed
         except ImportError:  # pragma: no cover
-            raise ExecutorError("--dask needs dask.distributed: pip install 'dask[distributed]'") from None
+            raise ExecutorError("--dask needs Dask: pip install 'ccarena[dask]' (or 'dask[distributed]')") from None
         cluster = None
         try:
             if self.address == "local":

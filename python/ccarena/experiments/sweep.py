@@ -26,7 +26,7 @@ from typing import Any
 from ..backends.sim import SIM
 from ..errors import ScenarioError
 from ..scenario.catalogue import Catalogue
-from ..scenario.document import apply_overrides
+from ..scenario.document import apply_overrides, expand_star
 from ..scenario.model import Meta, Scenario, cca_file_paths
 from ..scenario.units import UnitError, parse_duration
 from ..version import __version__
@@ -154,14 +154,8 @@ def _expand_path(path: str, doc: dict, where: str) -> list[str]:
     """Dotted path with shorthands and `flows[*]` expanded to concrete paths."""
     path = SHORTHANDS.get(path, path)
     if "[*]" in path:
-        head, _, tail = path.partition("[*]")
-        seq = doc.get(head) if "." not in head else None
-        if not isinstance(seq, list) or not seq:
-            raise ScenarioError(where, f"{head}[*]: the scenario has no {head} list")
-        # Shorthands vary the flows under study; background tables keep their values
-        # (name them by index, e.g. flows[2].cca, to vary them too).
-        studied = [i for i, t in enumerate(seq) if not (isinstance(t, dict) and t.get("background") is True)]
-        return [f"{head}[{i}]{tail}" for i in (studied or range(len(seq)))]
+        # As with --set: the flows under study, not the background tables.
+        return expand_star(path, doc, where)
     if "." not in path and "[" not in path:
         allowed = ", ".join(sorted(SHORTHANDS))
         raise ScenarioError(where, f"not a field; use a shorthand ({allowed}) or a dotted path such as flows[0].cca")

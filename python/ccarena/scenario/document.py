@@ -16,7 +16,7 @@ from typing import Any
 from ..errors import ScenarioError
 from .presets import preset_path
 
-__all__ = ["read_document", "parse_toml", "check_depth", "apply_overrides", "parse_override", "dump_toml"]
+__all__ = ["read_document", "parse_toml", "check_depth", "apply_overrides", "parse_override", "dump_toml", "expand_star"]
 
 
 # What a scenario document may be: its size, and how deeply its tables, arrays
@@ -97,10 +97,31 @@ def read_document(source: str | Path) -> tuple[dict, str | None]:
 _PATH_PART = re.compile(r"([A-Za-z_][\w-]*)(?:\[(\d+)\])?")
 
 
+def expand_star(path: str, doc: dict, where: str | None = None) -> list[str]:
+    """`path` with a `list[*]` part (e.g. `flows[*].rtt`) as one concrete
+    path per table of that list: every table that is not a background one
+    (background tables keep their values; name them by index, e.g.
+    `flows[2].cca`, to change them too), or every table when all are
+    background. Paths without `[*]` are returned as they are."""
+    if "[*]" not in path:
+        return [path]
+    head, _, tail = path.partition("[*]")
+    seq = doc.get(head) if "." not in head else None
+    if not isinstance(seq, list) or not seq:
+        raise ScenarioError(where or path, f"{head}[*]: the scenario has no {head} list")
+    studied = [i for i, t in enumerate(seq) if not (isinstance(t, dict) and t.get("background") is True)]
+    return [f"{head}[{i}]{tail}" for i in (studied or range(len(seq)))]
+
+
 def apply_overrides(doc: dict, overrides: dict[str, Any]) -> dict:
-    """Sets dotted fields, e.g. {'run.duration': '10s', 'flows[0].cca': 'reno'}."""
+    """Sets dotted fields, e.g. {'run.duration': '10s', 'flows[0].cca': 'reno',
+    'flows[*].rtt': '30ms'} (`[*]`: see `expand_star`)."""
     doc = copy.deepcopy(doc)
+    expanded: dict[str, Any] = {}
     for dotted, value in overrides.items():
+        for path in expand_star(dotted, doc):
+            expanded[path] = value
+    for dotted, value in expanded.items():
         parts = dotted.split(".")
         node: Any = doc
         for k, part in enumerate(parts):

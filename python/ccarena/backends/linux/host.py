@@ -141,7 +141,12 @@ def check_host(need_delay: bool = True, need_bpf: bool = False) -> None:
             f"the linux backend needs {', '.join(missing)}; install them (Debian: apt-get install iperf3 iproute2 iptables bpftool)"
         )
     if need_delay and not DELAY_BIN.exists():
-        raise LinuxBackendUnavailable(f"the delay program is not built ({DELAY_BIN.name}); run `make setup` with gcc and libnetfilter-queue-dev installed")
+        # `pip install .` builds the engine only; the helpers are built by make,
+        # into this installation's directory when it is given.
+        raise LinuxBackendUnavailable(
+            f"the delay program is not built ({DELAY_BIN.name}); with gcc and libnetfilter-queue-dev installed, run "
+            f"`make linux-tools LINUX_BIN={BIN_DIR}` in the source tree (`make setup` does it for the tree's .venv)"
+        )
     probe = f"ccarena-probe-{os.getpid()}"
     p = subprocess.run(["ip", "netns", "add", probe], capture_output=True, text=True)
     if p.returncode != 0:
