@@ -160,7 +160,7 @@ def run(
     _warn_requirements(sc.doc)
     if sc.doc.get("sweep") and not as_json:
         err.print(f"note: {sc.name} has a [sweep] table; this runs its base scenario once (`ccarena sweep {scenario}` runs the whole sweep)", highlight=False, markup=False)
-    target = None if no_save else _check_out_dir(_save_dir(sc, backend, out_dir))
+    target = None if no_save else _save_dir(sc, backend, out_dir)
     show = sys.stderr.isatty() and not as_json
     with _progress_bar(show, runner.progress_unit) as bar:
         task = bar.add_task(_esc(sc.name), total=sc.engine["run"]["duration"] / 1e9)
@@ -206,6 +206,7 @@ def _save_dir(sc, backend: str, out_dir: Optional[Path]) -> Path:
     results/runs/NAME-seedN takes the first free or identical NAME-seedN-2,
     -3, ..."""
     if out_dir is not None:
+        _check_out_dir(out_dir)
         if out_dir.exists() and any(out_dir.iterdir()) and not _same_run(out_dir, sc, backend):
             raise UsageError(f"--out: {out_dir} already holds something else (a different run?); choose another directory or remove it")
         return out_dir
@@ -215,7 +216,7 @@ def _save_dir(sc, backend: str, out_dir: Optional[Path]) -> Path:
     while candidate.exists() and any(candidate.iterdir()) and not _same_run(candidate, sc, backend):
         k += 1
         candidate = base.with_name(f"{base.name}-{k}")
-    return candidate
+    return _check_out_dir(candidate)
 
 
 def _print_run(result) -> None:
