@@ -29,6 +29,7 @@ _LAZY = {
     "Scenario": ".scenario.model",
     "ScenarioError": ".errors",
     "CcarenaError": ".errors",
+    "UnknownName": ".errors",
     "load_scenario": ".backends.registry",
     "cca_catalogue": ".scenario.catalogue",
     "CongestionControl": ".backends.cca",
