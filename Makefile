@@ -47,7 +47,7 @@ $(VENV)/.deps: pyproject.toml
 	@command -v cargo >/dev/null || { echo "cargo not found: install a Rust toolchain (rustup) first"; exit 2; }
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet "maturin>=1.5,<2" numpy "pandas>=2" "pyarrow>=14" "typer>=0.12" "rich>=13" "duckdb>=1.0" "matplotlib>=3.7" "dask[distributed]>=2024.1" "pytest>=8" "pytest-timeout>=2"
+	$(BIN)/pip install --quiet "maturin>=1.5,<2" numpy "pandas>=2" "pyarrow>=14" "typer>=0.12" "rich>=13" "duckdb>=1.0" "matplotlib>=3.7" "dask[distributed]>=2024.1" "scipy>=1.10" "pytest>=8" "pytest-timeout>=2"
 	@touch $@
 
 demo: setup

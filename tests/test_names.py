@@ -27,6 +27,7 @@ def test_quick_experiment_is_reached_by_its_name(stored):
     assert res.experiment_id("tiny") == "tiny@quick"
     pts = res.points("tiny")
     assert len(pts) == 2 and pts.jain_index.notna().all()
+    assert {"jain_index_low", "jain_index_high"} <= set(pts.columns)
     assert res.param_names("tiny") == ["cca", "rtt"]
     assert len(res.points("tiny", mode="quick")) == 2
     with pytest.raises(UnknownName, match="no full-mode experiment 'tiny'.*present: tiny@quick"):

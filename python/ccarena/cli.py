@@ -324,7 +324,8 @@ def _points_table(res, experiment_id: str, title: str) -> Table:
     names = res.param_names(experiment_id)
     km = key_metrics(shape["n_flows"], shape["n_groups"], shape["web"], shape["udp"])
     t = Table(title=title, title_justify="left", box=box.SIMPLE_HEAVY,
-              caption="mean ± half-width of the 95 % confidence interval over repetitions", caption_justify="left")
+              caption="mean ± half-width of the 95 % confidence interval over repetitions, to the digits it supports; "
+                      "[low, high] where the interval meets the metric's bound", caption_justify="left")
     pts = res.points(experiment_id, km) if len(ok) else None
     for n in names:
         width = max([len(n)] + ([len(str(v)) for v in pts[n]] if pts is not None and n in pts else []))
@@ -336,7 +337,7 @@ def _points_table(res, experiment_id: str, title: str) -> Table:
         for _, p in pts.iterrows():
             cells = [str(p[n]) for n in names] + [str(int(p.n))]
             for m in km:
-                cells.append(pm(p[m], p[f"{m}_ci95"], 1 if m.startswith("total_") else None))
+                cells.append(pm(p[m], p[f"{m}_ci95"], low=p.get(f"{m}_low"), high=p.get(f"{m}_high")))
             t.add_row(*cells)
     return t
 

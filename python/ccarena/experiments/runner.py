@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import signal
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -21,14 +22,14 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from ..errors import ScenarioError
-from ..results.store import Store
+from ..results.store import Store, load
 from ..scenario.document import apply_overrides, read_document
 from ..scenario.model import Scenario
 from ..version import build_id
 from .executors import Event, Idle, LocalExecutor, RunDone, RunFailed, RunProgress, Task
 from .sweep import RunSpec, Sweep, apply_quick, expand_sweep, parse_sweep, quick_settings
 
-__all__ = ["run_sweep", "SweepOutcome", "SweepPlan", "prepare", "stale_note"]
+__all__ = ["run_sweep", "sweep", "SweepOutcome", "SweepPlan", "prepare", "stale_note"]
 
 
 @dataclass
@@ -198,6 +199,33 @@ def run_sweep(
                 _execute(executor, tasks, todo, store, outcome, emit, total_sim, interrupted)
     outcome.wall_s = time.perf_counter() - started
     return outcome
+
+
+def sweep(scenario: str | Path | dict | Scenario, out: str | Path = "results", *, quick: bool = False,
+          overrides: dict[str, Any] | None = None, repetitions: int | None = None, jobs: int | None = None,
+          keep_stale: bool = False, progress: bool = True, name: str | None = None):
+    """Runs a scenario's sweep into `out` and returns the directory's
+    ``Results`` (``ccarena.sweep("cubic-fig8-intra-fairness", quick=True)``).
+
+    Resumable like ``ccarena sweep``: stored runs of this build are reused.
+    `progress` writes one line to stderr that rewrites itself (a terminal and
+    a Jupyter cell both show it), and notes such as recomputed runs of another
+    build (`keep_stale` reuses them) or skipped grid points."""
+    def on_event(kind: str, info: dict) -> None:
+        if kind == "start":
+            note = stale_note(info["stale"], info["stale_builds"], info["kept_stale"], "keep_stale=True")
+            for line in ([note] if note else []) + [f"skipping {v} runs: {k}" for k, v in info["skip_reasons"].items()]:
+                print(f"{info['experiment']}: {line}", file=sys.stderr)
+            if progress:
+                print(f"{info['experiment']}: {info['runs']} runs to compute, {info['cached']} stored", file=sys.stderr)
+        elif kind == "progress" and progress and "done" in info:
+            frac = info["simulated_s"] / info["total_s"] if info["total_s"] else 1.0
+            end = "\n" if info["done"] == info["runs"] else ""
+            print(f"\r{info['done']}/{info['runs']} runs, {100 * frac:.0f} % simulated", end=end, file=sys.stderr, flush=True)
+
+    run_sweep(scenario, out, overrides=overrides, quick=quick, repetitions=repetitions,
+              executor=LocalExecutor(jobs) if jobs else None, name=name, keep_stale=keep_stale, on_event=on_event)
+    return load(out)
 
 
 def stale_note(stale: int, builds: list[str], kept: bool, option: str = "--keep-stale") -> str:

@@ -30,7 +30,7 @@ import math
 import os
 import socket
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from functools import cached_property
 from pathlib import Path
@@ -41,7 +41,7 @@ import pandas as pd
 
 from ..version import UNKNOWN_BUILD, __version__, build_id
 from ..errors import StoreError, UnknownExperiment, UnknownName
-from .metrics import flow_metrics, mean_ci, run_metrics
+from .metrics import flow_metrics, mean_ci, mean_interval, metric_bounds, run_metrics
 from .result import RunResult
 from ..scenario.document import dump_toml
 from ..scenario.flows import flow_groups_of
@@ -147,6 +147,12 @@ def _atomic_parquet(df: pd.DataFrame, path: Path) -> None:
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     df.to_parquet(tmp, index=False)
     os.replace(tmp, path)
+
+
+def _with_run_id(df: pd.DataFrame, rid: str) -> pd.DataFrame:
+    """`df` with a first column run_id: every Parquet file names its run, so
+    files read together (DuckDB's read_parquet('timeseries/*.parquet')) can be told apart."""
+    return df.assign(run_id=rid)[["run_id", *df.columns]]
 
 
 def _json(v: Any) -> str:
@@ -376,17 +382,17 @@ class Store:
         result, flows, fm, rm = analyse(scenario, record, wall_time_s)
         rid = spec.run_id
         _atomic_write(self.record_path(rid), gzip.compress(record_json.encode(), compresslevel=5))
-        _atomic_parquet(result.timeseries, self.timeseries_path(rid))
-        _atomic_parquet(result.queue, self.queue_path(rid))
+        _atomic_parquet(_with_run_id(result.timeseries, rid), self.timeseries_path(rid))
+        _atomic_parquet(_with_run_id(result.queue, rid), self.queue_path(rid))
         self._write_traffic_files(rid, result)
         self._insert_rows(rid, spec.scenario_hash, spec.seed, scenario, record, wall_time_s, result, fm, rm, build)
         return rm
 
     def _write_traffic_files(self, rid: str, result) -> None:
         if len(result.reverse_queue):
-            _atomic_parquet(result.reverse_queue, self.reverse_queue_path(rid))
+            _atomic_parquet(_with_run_id(result.reverse_queue, rid), self.reverse_queue_path(rid))
         if len(result.udp):
-            _atomic_parquet(result.udp_timeseries, self.udp_series_path(rid))
+            _atomic_parquet(_with_run_id(result.udp_timeseries, rid), self.udp_series_path(rid))
 
     def _insert_rows(self, rid, scenario_hash, seed, scenario: Scenario, record, wall_time_s, result, fm, rm, build=None) -> None:
         fdf = result.flows.reset_index()
@@ -572,10 +578,10 @@ class Results:
     """
 
     directory: Path
-    experiments: pd.DataFrame
-    runs: pd.DataFrame
-    flows: pd.DataFrame
-    metrics: pd.DataFrame
+    experiments: pd.DataFrame = field(repr=False)
+    runs: pd.DataFrame = field(repr=False)
+    flows: pd.DataFrame = field(repr=False)
+    metrics: pd.DataFrame = field(repr=False)
 
     def timeseries(self, run_id: str) -> pd.DataFrame:
         self._run_row(run_id)
@@ -654,6 +660,30 @@ class Results:
             raise UnknownExperiment(f"{mode}-mode experiment", base, have, f"run it with{'' if mode == 'quick' else 'out'} --quick first")
         raise UnknownExperiment("experiment", name, ids + list(self.experiments.name), where=str(self.directory))
 
+    def _summary(self) -> list[tuple[str, str, int, int, str]]:
+        """(experiment, description, ok runs, runs, builds) per experiment."""
+        rows = []
+        for _, e in self.experiments.iterrows():
+            runs = self.runs[self.runs.experiment_id == e.experiment_id]
+            ok = runs[runs.status == "ok"]
+            builds = ", ".join(sorted(set(ok.build.fillna(UNKNOWN_BUILD)))) if "build" in ok else ""
+            rows.append((str(e.experiment_id), str(e.description or ""), len(ok), len(runs), builds))
+        return rows
+
+    def __repr__(self) -> str:
+        lines = [f"Results({str(self.directory)!r}): {len(self.experiments)} experiments, {len(self.runs)} runs"]
+        lines += [f"  {eid}: {ok}/{n} runs ok, build {b or '-'}" for eid, _, ok, n, b in self._summary()]
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        import html
+
+        rows = "".join(f"<tr><td>{html.escape(eid)}</td><td>{html.escape(d)}</td><td>{ok}/{n}</td><td><code>{html.escape(b)}</code></td></tr>"
+                       for eid, d, ok, n, b in self._summary())
+        return (f"<p><b>Results</b> <code>{html.escape(str(self.directory))}</code>: {len(self.experiments)} experiments, "
+                f"{len(self.runs)} runs. <code>.points(name)</code>, <code>.runs</code>, <code>.flows</code></p>"
+                f"<table><tr><th>experiment</th><th>description</th><th>runs ok</th><th>build</th></tr>{rows}</table>")
+
     def param_names(self, experiment_id: str, mode: str | None = None) -> list[str]:
         """The names of the experiment's swept parameters (its sweep's axes)."""
         row = self.experiments[self.experiments.experiment_id == self.experiment_id(experiment_id, mode)]
@@ -661,7 +691,8 @@ class Results:
 
     def points(self, experiment_id: str, metrics: list[str] | None = None, mode: str | None = None) -> pd.DataFrame:
         """Mean, 95 % CI half-width and n of each run-level metric per grid
-        point. `experiment_id` may also be the experiment's name, with `mode`
+        point, and the interval cut to the metric's range (``<m>_low``,
+        ``<m>_high``; docs/metrics.md). `experiment_id` may also be the experiment's name, with `mode`
         ("quick" or "full") when both are stored; an unknown experiment or
         metric raises ``UnknownName``."""
         experiment_id = self.experiment_id(experiment_id, mode)
@@ -682,8 +713,10 @@ class Results:
             for m in metrics:
                 vals = g[m].to_numpy(dtype=float) if m in g else np.array([])
                 mu, ci, n = mean_ci(vals)
+                _, low, high, _ = mean_interval(vals, *metric_bounds(m))
                 row[m] = mu
                 row[f"{m}_ci95"] = ci
+                row[f"{m}_low"], row[f"{m}_high"] = low, high
                 # On the log scale (for ratios drawn on log axes): geometric mean and the CI of the logs.
                 pos = vals[~np.isnan(vals)]
                 if len(pos) and (pos > 0).all():
