@@ -25,6 +25,7 @@ upgraded in place the first time it is opened (``_migrate``).
 from __future__ import annotations
 
 import gzip
+import html
 import json
 import math
 import os
@@ -676,8 +677,6 @@ class Results:
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
-        import html
-
         rows = "".join(f"<tr><td>{html.escape(eid)}</td><td>{html.escape(d)}</td><td>{ok}/{n}</td><td><code>{html.escape(b)}</code></td></tr>"
                        for eid, d, ok, n, b in self._summary())
         return (f"<p><b>Results</b> <code>{html.escape(str(self.directory))}</code>: {len(self.experiments)} experiments, "
