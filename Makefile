@@ -53,7 +53,7 @@ $(VENV)/.deps: pyproject.toml
 	@$(PYTHON) -m venv $(VENV) || { echo "could not create $(VENV): on Debian/Ubuntu install python3-venv"; exit 2; }
 	@echo "== installing the Python dependencies (pip; about 300 MB)"
 	@$(BIN)/pip install --quiet --upgrade pip
-	@$(BIN)/pip install --progress-bar on "maturin>=1.5,<2" numpy "pandas>=2" "pyarrow>=14" "typer>=0.12" "rich>=13" "duckdb>=1.0" "matplotlib>=3.7" "dask[distributed]>=2024.1" "pytest>=8" "pytest-timeout>=2" "hypothesis>=6"
+	@$(BIN)/pip install --progress-bar on "maturin>=1.5,<2" numpy "pandas>=2" "pyarrow>=14" "typer>=0.12" "rich>=13" "duckdb>=1.0" "matplotlib>=3.7" "dask[distributed]>=2024.1" "scipy>=1.10" "pytest>=8" "pytest-timeout>=2" "hypothesis>=6"
 	@touch $@
 
 demo: setup

@@ -71,3 +71,28 @@ def test_run_metrics_from_a_record(small_scenario):
     conditional = {n for group in m.CONDITIONAL_METRICS.values() for n in group}  # web, UDP, background: tests/test_traffic_results.py
     for name in m.METRIC_INFO:
         assert name in names or name in conditional, name
+
+
+def test_intervals_stay_in_the_metrics_range():
+    """Bounded metrics: the interval is the t interval cut at the bounds (it
+    contains the mean and never leaves the range); unbounded ones keep it."""
+    from scipy.stats import t
+
+    mu, lo, hi, n = m.mean_interval([1.0, 0.9], *m.metric_bounds("jain_index"))
+    h = t.ppf(0.975, 1) * np.std([1.0, 0.9], ddof=1) / math.sqrt(2)
+    assert (n, hi) == (2, 1.0) and lo == pytest.approx(0.95 - h) and lo <= mu <= hi
+    assert m.metric_bounds("throughput_ratio") == (0.0, 1.0) and m.metric_bounds("utilization") == (0.0, math.inf)
+    assert m.metric_bounds("mean_utility_pf_l7") == (-math.inf, math.inf)
+    mu, lo, hi, _ = m.mean_interval([0.01, 0.5, 0.02], *m.metric_bounds("throughput_mbps"))
+    assert lo == 0.0 and hi == pytest.approx(mu + t.ppf(0.975, 2) * np.std([0.01, 0.5, 0.02], ddof=1) / math.sqrt(3))
+    assert math.isnan(m.mean_interval([0.5])[1])
+
+
+def test_numbers_have_the_digits_their_interval_supports():
+    from ccarena.present.format import pm
+
+    assert pm(0.7741, 0.0612) == "0.774 ±0.061"
+    assert pm(59.73, 1.42) == "59.7 ±1.4"
+    assert pm(412.3, 23.1) == "412 ±23"
+    assert pm(0.99512, 0.0635, low=0.9316, high=1.0) == "0.995 [0.932, 1.000]"
+    assert pm(0.5, float("nan")) == "0.500"

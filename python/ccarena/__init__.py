@@ -9,9 +9,9 @@ them, and turns records into tables. Start with ``ccarena.run``:
     >>> result.timeseries       # cwnd, sRTT, throughput ... over time
     >>> result.summary          # utilisation, Jain's index, throughput ratio
 
-Sweeps (``ccarena sweep FILE``) store their runs in a results directory;
-``ccarena.load(DIR)`` returns its experiments, runs, flows and metrics as
-DataFrames.
+Sweeps (``ccarena sweep FILE``, or ``ccarena.sweep(FILE)`` from Python)
+store their runs in a results directory; ``ccarena.load(DIR)`` returns its
+experiments, runs, flows and metrics as DataFrames.
 """
 
 import importlib
@@ -25,10 +25,12 @@ _LAZY = {
     "RunResult": ".results.result",
     "load_result": ".results.result",
     "load": ".results.store",
+    "sweep": ".experiments.runner",
     "Results": ".results.store",
     "Scenario": ".scenario.model",
     "ScenarioError": ".errors",
     "CcarenaError": ".errors",
+    "UnknownName": ".errors",
     "load_scenario": ".backends.registry",
     "cca_catalogue": ".scenario.catalogue",
     "CongestionControl": ".backends.cca",

@@ -369,10 +369,11 @@ def _warn_requirements(doc: dict) -> None:
         err.print(f"[yellow]warning:[/yellow] {_esc(str(name))} runs without {', '.join(missing)} (not in the engine yet; see its notes)", highlight=False, soft_wrap=True)
 
 
-def _run_sweep_cli(scenario: str, results_dir: Path, jobs, dask, sets, quick: bool, repetitions, name, retry_failed: bool, quiet: bool):
+def _run_sweep_cli(scenario: str, results_dir: Path, jobs, dask, sets, quick: bool, repetitions, name, retry_failed: bool, quiet: bool,
+                   keep_stale: bool = False):
     """Shared by `sweep` and `reproduce`: runs the sweep with a progress bar; returns the outcome."""
     # DuckDB and pandas (the store), matplotlib (figure specs).
-    from .experiments.runner import prepare, run_sweep
+    from .experiments.runner import prepare, run_sweep, stale_note
     from .experiments.sweep import repetitions_identical
     from .present.figures import validate_figure_specs
 
@@ -392,6 +393,8 @@ def _run_sweep_cli(scenario: str, results_dir: Path, jobs, dask, sets, quick: bo
 
         def on_event(kind: str, info: dict) -> None:
             if kind == "start":
+                if info["stale"]:
+                    err.print(f"[yellow]note:[/yellow] {stale_note(info['stale'], info['stale_builds'], info['kept_stale'])}", highlight=False, soft_wrap=True)
                 if info["skipped"]:
                     reasons = "; ".join(f"{k} ({v} runs)" for k, v in info["skip_reasons"].items())
                     err.print(f"[yellow]warning:[/yellow] skipping {info['skipped']} runs: {_esc(reasons)}", highlight=False, soft_wrap=True)
@@ -419,11 +422,16 @@ def _run_sweep_cli(scenario: str, results_dir: Path, jobs, dask, sets, quick: bo
 
         try:
             outcome = run_sweep(plan, results_dir, executor=executor, name=name, variant="quick" if plan.quick else "",
-                                retry_failed=retry_failed, on_event=on_event)
+                                retry_failed=retry_failed, keep_stale=keep_stale, command=_command_line(), on_event=on_event)
         except KeyboardInterrupt:
             err.print(f"interrupted: finished runs are stored in {results_dir}; run the same command again to resume", highlight=False, markup=False)
             raise
     return doc, outcome
+
+
+def _command_line() -> str:
+    """The command line that ran a sweep, as stored with its experiment."""
+    return " ".join(["ccarena", *sys.argv[1:]])
 
 
 def _points_table(res, experiment_id: str, title: str):
@@ -449,7 +457,7 @@ def _points_table(res, experiment_id: str, title: str):
             cells = [str(p[n]) for n in names] + [str(int(p.n))]
             row = {"experiment": experiment_id, **{n: p[n] for n in names}, "n": int(p.n)}
             for m in km:
-                cells.append(pm(p[m], p[f"{m}_ci95"], 1 if m.startswith("total_") else None))
+                cells.append(pm(p[m], p[f"{m}_ci95"], low=p.get(f"{m}_low"), high=p.get(f"{m}_high")))
                 row[m], row[f"{m}_ci95"] = _plain(p[m]), _plain(p[f"{m}_ci95"])
             listing.rows.append(cells)
             listing.data.append(row)
@@ -481,6 +489,21 @@ def _format_option(as_json: bool, fmt: str) -> str:
 FORMAT_HELP = "Output format: table, csv, tsv or json."
 
 
+def _builds_line(res, experiment_id: str) -> str:
+    """Which builds computed the experiment's stored runs, this one's marked."""
+    from .version import build_id  # reads the package's sources to hash them: only when asked
+
+    runs = res.runs[(res.runs.experiment_id == experiment_id) & (res.runs.status == "ok")]
+    counts = runs.build.fillna("unknown").value_counts()
+    if not len(counts):
+        return ""
+    current = build_id()
+    parts = [f"{b} ({n} runs{', this build' if b == current else ''})" for b, n in counts.items()]
+    e = res.experiments[res.experiments.experiment_id == experiment_id].iloc[0]
+    where = f"; by {e.command or 'the Python API'} on {e.host or '?'}, {str(e.updated_at)[:16]}" if "host" in e else ""
+    return "built by " + ", ".join(parts) + where
+
+
 def _status_line(res, experiment_id: str) -> str:
     runs = res.runs[res.runs.experiment_id == experiment_id]
     c = runs.status.value_counts().to_dict()
@@ -498,13 +521,14 @@ def sweep(
     repetitions: Optional[int] = typer.Option(None, "--repetitions", "-r", help="Override the number of repetitions."),
     name: Optional[str] = typer.Option(None, "--name", help="Experiment name in the results (default: the scenario's name)."),
     keep_failed: bool = typer.Option(False, "--keep-failed", help="Do not retry runs that failed before."),
+    keep_stale: bool = typer.Option(False, "--keep-stale", help="Reuse stored runs that another build of ccarena computed (default: compute them again)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object with the counts instead of tables."),
 ) -> None:
     """Run a scenario's sweep (grid x repetitions) into a results directory; resumable."""
     from .results.store import load  # DuckDB, pandas
 
     _check_out_dir(results_dir)
-    doc, outcome = _run_sweep_cli(scenario, results_dir, jobs, dask, sets, quick, repetitions, name, not keep_failed, as_json)
+    doc, outcome = _run_sweep_cli(scenario, results_dir, jobs, dask, sets, quick, repetitions, name, not keep_failed, as_json, keep_stale)
     if as_json:
         print(json.dumps(outcome.to_dict()))
     else:
@@ -539,7 +563,7 @@ def results(
     if experiment:
         exps = exps[(exps.experiment_id == experiment) | (exps.name == experiment)]
         if not len(exps):
-            raise UsageError(f"--experiment: no experiment {experiment!r} in {directory}; present: {', '.join(res.experiments.experiment_id) or 'none'}")
+            res.experiment_id(experiment)  # raises UnknownName: what is stored, and the near misses
     if fmt == "json":
         doc = []
         for _, e in exps.iterrows():
@@ -548,6 +572,8 @@ def results(
             doc.append({
                 "experiment": e.experiment_id, "name": e["name"], "variant": e.variant, "description": e.description,
                 "runs": {k: int(v) for k, v in runs.status.value_counts().items()},
+                "builds": {str(k): int(v) for k, v in runs[runs.status == "ok"].build.fillna("unknown").value_counts().items()},
+                "host": e.host, "command": e.command, "updated_at": str(e.updated_at),
                 "points": json.loads(pts.to_json(orient="records")) if pts is not None else [],
             })
         print(json.dumps({"directory": str(directory), "experiments": doc}))
@@ -567,6 +593,9 @@ def results(
         return
     for _, e in exps.iterrows():
         _emit(_points_table(res, e.experiment_id, f"{e.experiment_id}: {_status_line(res, e.experiment_id)}"))
+        builds = _builds_line(res, e.experiment_id)
+        if builds:
+            out.print(f"  [dim]{_esc(builds)}[/dim]", highlight=False, soft_wrap=True)
         failed = res.runs[(res.runs.experiment_id == e.experiment_id) & (res.runs.status == "error")]
         for _, r in failed.head(5).iterrows():
             out.print(f"  [red]failed[/red] {r.run_id}: {_esc(str(r.error))}", highlight=False)
@@ -602,6 +631,7 @@ def reproduce(
     repetitions: Optional[int] = typer.Option(None, "--repetitions", "-r", help="Override the number of repetitions."),
     per_run: str = typer.Option("first", "--per-run", help="Run figures for: first, all, none."),
     no_report: bool = typer.Option(False, "--no-report", help="Only run and store; no figures or report."),
+    keep_stale: bool = typer.Option(False, "--keep-stale", help="Reuse stored runs that another build of ccarena computed (default: compute them again)."),
     background: Optional[str] = typer.Option(
         None, "--background", "-b", help="Background traffic set-up: none, testbed or paper (docs/scenario.md); same as --set background=NAME."
     ),
@@ -622,7 +652,7 @@ def reproduce(
             raise UsageError(f"--background: unknown set-up {background!r}; allowed: {', '.join(BACKGROUNDS)}")
         sets = [*(sets or []), f"background={background}"]
     _check_out_dir(results_dir)
-    doc, outcome = _run_sweep_cli(preset, results_dir, jobs, dask, sets, not full, repetitions, None, True, False)
+    doc, outcome = _run_sweep_cli(preset, results_dir, jobs, dask, sets, not full, repetitions, None, True, False, keep_stale)
     res = load(results_dir)
     mode = "quick mode (add --full for the paper's set-up)" if outcome.experiment_id.endswith("@quick") else "full set-up"
     _emit(_points_table(res, outcome.experiment_id, f"{outcome.experiment_id}: {_status_line(res, outcome.experiment_id)}, {mode}"))

@@ -14,6 +14,8 @@ Each class also derives from the built-in exception it has always been
 
 from __future__ import annotations
 
+import difflib
+
 __all__ = [
     "CcarenaError",
     "ScenarioError",
@@ -22,6 +24,8 @@ __all__ = [
     "ExecutorError",
     "BackendUnavailable",
     "UsageError",
+    "UnknownName",
+    "UnknownExperiment",
 ]
 
 
@@ -59,3 +63,29 @@ class BackendUnavailable(CcarenaError, RuntimeError):
 
 class UsageError(CcarenaError):
     """Bad command-line input that the CLI detects itself."""
+
+
+class UnknownName(CcarenaError, LookupError):
+    """A name (experiment, metric, run id, ...) that is not there. The message
+    lists what is (the first few) and the nearest names (``difflib``): an
+    empty table never stands for a typo. ``name``, ``what`` and ``choices``
+    keep the parts."""
+
+    def __init__(self, what: str, name: str, choices, hint: str = "", where: str = ""):
+        self.what, self.name, self.choices = what, name, list(dict.fromkeys(str(c) for c in choices))
+        near = difflib.get_close_matches(str(name), self.choices, n=3, cutoff=0.6)
+        shown = ", ".join(self.choices[:12]) + (f", ... ({len(self.choices)} in all)" if len(self.choices) > 12 else "")
+        msg = f"no {what} {name!r}" + (f" in {where}" if where else "")
+        if near:
+            msg += f"; did you mean {' or '.join(repr(n) for n in near)}?"
+        msg += f" (present: {shown or 'none'})"
+        if hint:
+            msg += f"; {hint}"
+        super().__init__(msg)
+
+    def __str__(self) -> str:  # LookupError's would quote the message like a key
+        return str(self.args[0])
+
+
+class UnknownExperiment(UnknownName, StoreError):
+    """An experiment that is not in the results directory (a ``StoreError``, as it always was)."""

@@ -146,5 +146,6 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Engine>()?;
     m.add_class::<pycca::Sock>()?;
     m.add("ENGINE_VERSION", env!("CARGO_PKG_VERSION"))?;
+    m.add("ENGINE_BUILD", env!("CCARENA_ENGINE_SOURCE_HASH"))?;
     Ok(())
 }

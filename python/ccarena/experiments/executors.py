@@ -35,6 +35,7 @@ from typing import Any, Callable, Iterator, Union
 from ..backends.cca import load_cca_files, python_classes
 from ..backends.sim import simulate
 from ..errors import ExecutorError
+from ..version import build_id
 
 __all__ = [
     "Task",
@@ -74,6 +75,8 @@ class RunDone:
     run_id: str
     record_json: str
     wall_s: float
+    #: The build identity of the worker that computed it (a Dask worker may run another build).
+    build: str = ""
 
 
 @dataclass(frozen=True)
@@ -101,7 +104,7 @@ def execute_task(task: Task, report: Callable[[float, float], None] | None = Non
         load_cca_files(task.cca_files)
         classes = python_classes(task.python_ccas)
         rec = simulate(task.engine_json, classes, report, _SLICES)
-        return RunDone(task.run_id, rec, time.perf_counter() - t0)
+        return RunDone(task.run_id, rec, time.perf_counter() - t0, build_id())
     except Exception as e:  # noqa: BLE001 - any failure of one run is reported, never raised
         tb = traceback.format_exc(limit=3).strip().splitlines()
         error = f"{type(e).__name__}: {e}" + (f" [{tb[-2].strip()}]" if len(tb) > 2 else "")

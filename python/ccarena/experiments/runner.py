@@ -6,13 +6,15 @@ run as it finishes (the only writer of the database is this process).
     >>> outcome = run_sweep("cubic-fig8-intra-fairness", "results", quick=True)
 
 Resumable: run ids are content addressed, so running the same sweep again
-computes only the runs that are not stored yet (and those that failed).
+computes only the runs that are not stored yet (and those that failed), and
+again those that another build of ccarena computed (unless told to keep them).
 """
 
 from __future__ import annotations
 
 import contextlib
 import signal
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -20,13 +22,14 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from ..errors import ScenarioError
-from ..results.store import Store
+from ..results.store import Store, load
 from ..scenario.document import apply_overrides, read_document
 from ..scenario.model import Scenario
+from ..version import build_id
 from .executors import Event, Idle, LocalExecutor, RunDone, RunFailed, RunProgress, Task
 from .sweep import RunSpec, Sweep, apply_quick, expand_sweep, parse_sweep, quick_settings
 
-__all__ = ["run_sweep", "SweepOutcome", "SweepPlan", "prepare"]
+__all__ = ["run_sweep", "sweep", "SweepOutcome", "SweepPlan", "prepare", "stale_note"]
 
 
 @dataclass
@@ -38,6 +41,10 @@ class SweepOutcome:
     computed: int = 0
     failed: int = 0
     skipped: int = 0
+    #: Stored runs of this sweep that another build computed (recomputed unless kept), and those builds.
+    stale: int = 0
+    stale_builds: list[str] = field(default_factory=list)
+    kept_stale: bool = False
     skip_reasons: dict[str, int] = field(default_factory=dict)
     errors: dict[str, str] = field(default_factory=dict)
     wall_s: float = 0.0
@@ -53,6 +60,9 @@ class SweepOutcome:
             "computed": self.computed,
             "failed": self.failed,
             "skipped": self.skipped,
+            "stale": self.stale,
+            "stale_builds": self.stale_builds,
+            "kept_stale": self.kept_stale,
             "skip_reasons": self.skip_reasons,
             "errors": self.errors,
             "wall_s": self.wall_s,
@@ -124,6 +134,8 @@ def run_sweep(
     name: str | None = None,
     variant: str | None = None,
     retry_failed: bool = True,
+    keep_stale: bool = False,
+    command: str = "",
     on_event: Callable[[str, dict], None] | None = None,
 ) -> SweepOutcome:
     """Runs the scenario's sweep into the results directory `out` (`scenario`
@@ -131,7 +143,11 @@ def run_sweep(
     `repetitions` have been applied already).
 
     `executor` is a ``LocalExecutor`` (default, all cores) or a
-    ``DaskExecutor``. `on_event(kind, info)` is called with "start" (totals),
+    ``DaskExecutor``. Stored runs that another build of ccarena computed
+    (``version.build_id``) are computed again unless `keep_stale`; `command`
+    is the command line stored as the experiment's provenance.
+    `on_event(kind, info)` is called with "start" (totals, and `stale`: the
+    stored runs of other builds, `stale_builds`: those builds),
     "progress" (simulated seconds), "run" (a finished or failed run).
     Raises ``ScenarioError`` for invalid input; KeyboardInterrupt leaves every
     run stored so far in the database.
@@ -147,20 +163,34 @@ def run_sweep(
     emit = on_event or (lambda kind, info: None)
     # The sweep waits (up to minutes) for a reader such as `ccarena results` to let go of the database.
     with Store(out, lock_wait_s=600) as store:
-        store.register_experiment(experiment_id, exp_name, exp_variant, doc, specs, plan.axes)
+        store.register_experiment(experiment_id, exp_name, exp_variant, doc, specs, plan.axes, command=command)
         done = store.completed()
         failed_before = store.failed()
+        current = build_id()
         todo: dict[str, RunSpec] = {}
+        stale: dict[str, str] = {}
         for s in specs:
             if s.skip_reason:
                 outcome.skipped += 1
                 outcome.skip_reasons[s.skip_reason] = outcome.skip_reasons.get(s.skip_reason, 0) + 1
-            elif s.run_id in done or s.run_id in todo or (not retry_failed and s.run_id in failed_before):
-                outcome.cached += 1  # stored already, or the same run twice in this sweep
+            elif s.run_id in todo or s.run_id in stale:
+                outcome.cached += 1  # the same run twice in this sweep
+            elif s.run_id in done and done[s.run_id] != current:
+                stale[s.run_id] = done[s.run_id]
+                if keep_stale:
+                    outcome.cached += 1
+                else:
+                    todo[s.run_id] = s
+            elif s.run_id in done or (not retry_failed and s.run_id in failed_before):
+                outcome.cached += 1  # stored already
             else:
                 todo[s.run_id] = s
+        outcome.stale = len(stale)
+        outcome.stale_builds = sorted(set(stale.values()))
+        outcome.kept_stale = keep_stale and bool(stale)
         total_sim = sum(s.simulated_s for s in todo.values())
         emit("start", {"experiment": experiment_id, "runs": len(todo), "cached": outcome.cached, "skipped": outcome.skipped,
+                       "stale": outcome.stale, "stale_builds": outcome.stale_builds, "kept_stale": outcome.kept_stale, "build": current,
                        "simulated_s": total_sim, "skip_reasons": outcome.skip_reasons, "executor": executor.description})
         tasks = [_task(s) for s in todo.values()]
         store.release()
@@ -169,6 +199,44 @@ def run_sweep(
                 _execute(executor, tasks, todo, store, outcome, emit, total_sim, interrupted)
     outcome.wall_s = time.perf_counter() - started
     return outcome
+
+
+def sweep(scenario: str | Path | dict | Scenario, out: str | Path = "results", *, quick: bool = False,
+          overrides: dict[str, Any] | None = None, repetitions: int | None = None, jobs: int | None = None,
+          keep_stale: bool = False, progress: bool = True, name: str | None = None):
+    """Runs a scenario's sweep into `out` and returns the directory's
+    ``Results`` (``ccarena.sweep("cubic-fig8-intra-fairness", quick=True)``).
+
+    Resumable like ``ccarena sweep``: stored runs of this build are reused.
+    `progress` writes one line to stderr that rewrites itself (a terminal and
+    a Jupyter cell both show it), and notes such as recomputed runs of another
+    build (`keep_stale` reuses them) or skipped grid points."""
+    def on_event(kind: str, info: dict) -> None:
+        if kind == "start":
+            note = stale_note(info["stale"], info["stale_builds"], info["kept_stale"], "keep_stale=True")
+            for line in ([note] if note else []) + [f"skipping {v} runs: {k}" for k, v in info["skip_reasons"].items()]:
+                print(f"{info['experiment']}: {line}", file=sys.stderr)
+            if progress:
+                print(f"{info['experiment']}: {info['runs']} runs to compute, {info['cached']} stored", file=sys.stderr)
+        elif kind == "progress" and progress and "done" in info:
+            frac = info["simulated_s"] / info["total_s"] if info["total_s"] else 1.0
+            end = "\n" if info["done"] == info["runs"] else ""
+            print(f"\r{info['done']}/{info['runs']} runs, {100 * frac:.0f} % simulated", end=end, file=sys.stderr, flush=True)
+
+    run_sweep(scenario, out, overrides=overrides, quick=quick, repetitions=repetitions,
+              executor=LocalExecutor(jobs) if jobs else None, name=name, keep_stale=keep_stale, on_event=on_event)
+    return load(out)
+
+
+def stale_note(stale: int, builds: list[str], kept: bool, option: str = "--keep-stale") -> str:
+    """The one line that says a sweep met stored runs of another build (empty when it met none)."""
+    if not stale:
+        return ""
+    which = ", ".join(builds[:3]) + (", ..." if len(builds) > 3 else "")
+    runs = "run" if stale == 1 else "runs"
+    if kept:
+        return f"{stale} stored {runs} came from another build ({which}); reusing them as asked ({build_id()} is this one)"
+    return f"{stale} stored {runs} came from another build ({which}); recomputing (pass {option} to reuse them)"
 
 
 @contextlib.contextmanager
@@ -221,7 +289,7 @@ def _execute(executor, tasks: list[Task], todo: dict[str, RunSpec], store: Store
             finished_sim += spec.simulated_s
             if isinstance(ev, RunDone):
                 try:
-                    metrics = store.store_run(spec, ev.record_json, ev.wall_s)
+                    metrics = store.store_run(spec, ev.record_json, ev.wall_s, ev.build or None)
                     outcome.computed += 1
                     emit("run", {"run_id": rid, "ok": True, "params": spec.params, "repetition": spec.repetition, "metrics": metrics})
                 except Exception as e:  # noqa: BLE001 - an analysis failure is recorded like a crash

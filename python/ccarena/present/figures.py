@@ -51,7 +51,7 @@ __all__ = [
 ]
 
 FIGURE_KINDS = {"sweep", "stability"}
-_SPEC_KEYS = {"kind", "x", "y", "series", "panels", "xscale", "yscale", "ylim", "title", "xlabel", "ylabel", "name", "caption"}
+_SPEC_KEYS = {"kind", "x", "y", "series", "panels", "xscale", "yscale", "ylim", "title", "xlabel", "ylabel", "name", "caption", "dots"}
 
 _METRIC_LABELS = {
     "throughput_ratio": "Throughput ratio (min / max)",
@@ -304,8 +304,11 @@ def _x_values(points: pd.DataFrame, x: str) -> tuple[np.ndarray, list[str] | Non
     return np.asarray([cats.index(str(v)) for v in vals], dtype=float), cats, label
 
 
-def sweep_figure(points: pd.DataFrame, spec: dict, base: Path, title: str | None = None) -> list[Path]:
-    """A metric against a parameter: lines per `series`, panels per `panels`, 95 % CI error bars."""
+def sweep_figure(points: pd.DataFrame, spec: dict, base: Path, title: str | None = None, runs: pd.DataFrame | None = None) -> list[Path]:
+    """A metric against a parameter: lines per `series`, panels per `panels`,
+    95 % CI error bars (cut at the metric's bounds); with `runs` (the
+    experiment's ok runs: point and the metric) each repetition is a faint
+    dot beside its mean, unless the spec says ``dots = false``."""
     plt = _plt()
     y = spec.get("y", "jain_index")
     series, panels = spec.get("series"), spec.get("panels")
@@ -333,8 +336,12 @@ def sweep_figure(points: pd.DataFrame, spec: dict, base: Path, title: str | None
                 ys = points[y].to_numpy(dtype=float)[m]
                 ci = points.get(f"{y}_ci95", nan).to_numpy(dtype=float)[m]
                 err = np.vstack([ci, ci])
+                if f"{y}_low" in points and f"{y}_high" in points:  # the interval cut at the metric's bounds
+                    err = np.vstack([ys - points[f"{y}_low"].to_numpy(dtype=float)[m], points[f"{y}_high"].to_numpy(dtype=float)[m] - ys])
+            pts_ids = points["point"].to_numpy()[m] if "point" in points else None
             order = np.argsort(xs)
             xs, ys, err = xs[order], ys[order], err[:, order]
+            pts_ids = pts_ids[order] if pts_ids is not None else None
             # Small horizontal offsets keep overlapping error bars apart.
             k0 = k - (len(series_vals) - 1) / 2
             if cats is not None:
@@ -343,6 +350,12 @@ def sweep_figure(points: pd.DataFrame, spec: dict, base: Path, title: str | None
                 xd = xs * (1 + 0.035 * k0)
             else:
                 xd = xs + 0.01 * k0 * (np.ptp(xs_all) if np.ptp(xs_all) > 0 else 1)
+            if runs is not None and pts_ids is not None and y in runs and spec.get("dots", True):
+                for xv, pid in zip(xd, pts_ids):
+                    vals = runs.loc[runs.point == pid, y].to_numpy(dtype=float)
+                    vals = vals[~np.isnan(vals)]
+                    if len(vals) > 1:
+                        ax.plot(np.full(len(vals), xv), vals, ls="none", marker=".", ms=3.5, alpha=0.35, color=colors[k], zorder=1)
             ax.errorbar(
                 xd, ys, yerr=np.where(np.isnan(err), 0, err), marker=_MARKERS[k % len(_MARKERS)], ms=4.5,
                 lw=0 if cats is not None else 1.4,  # categories are not a continuum: no connecting lines

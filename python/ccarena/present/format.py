@@ -11,14 +11,25 @@ from typing import Any
 
 from ..scenario.checks import file_name
 
-__all__ = ["pm", "cell", "slug"]
+__all__ = ["pm", "cell", "slug", "ci_decimals"]
 
 
-def pm(mu: Any, ci: Any, decimals: int | None = None, sign: str = " ±") -> str:
-    """'0.774 ±0.061': a mean and its CI half-width with the same number of
-    decimals (by default 0 from 100 on, 1 from 10 on, else 3); "-" without a
-    mean, no interval when it is NaN. `sign` separates them (the report
-    writes " &plusmn; ")."""
+def ci_decimals(ci: float) -> int | None:
+    """Decimals a mean with this CI half-width supports: those of the
+    half-width's two leading significant digits (0.061 -> 3, 1.4 -> 1,
+    23 -> 0); None without a usable interval."""
+    if not math.isfinite(ci) or ci <= 0:
+        return None
+    return max(0, 1 - math.floor(math.log10(ci)))
+
+
+def pm(mu: Any, ci: Any, decimals: int | None = None, sign: str = " ±", low: Any = None, high: Any = None) -> str:
+    """'0.774 ±0.061': a mean and its CI half-width, both to the decimals the
+    interval supports (``ci_decimals``; without an interval, 0 from 100 on, 1
+    from 10 on, else 3); "-" without a mean. When `low`/`high` are given and
+    the interval was cut at the metric's bound (docs/metrics.md) it is shown
+    as its ends: '0.995 [0.93, 1.00]'. `sign` separates mean and half-width
+    (the report writes " &plusmn; ")."""
     try:
         mu, ci = float(mu), float(ci)
     except (TypeError, ValueError):
@@ -26,7 +37,15 @@ def pm(mu: Any, ci: Any, decimals: int | None = None, sign: str = " ±") -> str:
     if math.isnan(mu):
         return "-"
     a = abs(mu)
-    d = decimals if decimals is not None else 0 if a >= 100 else 1 if a >= 10 else 3
+    d = decimals if decimals is not None else ci_decimals(ci)
+    if d is None:
+        d = 0 if a >= 100 else 1 if a >= 10 else 3
+    try:
+        lo, hi = float(low), float(high)
+    except (TypeError, ValueError):
+        lo = hi = float("nan")
+    if not math.isnan(ci) and math.isfinite(lo) and math.isfinite(hi) and (lo > mu - ci * (1 - 1e-9) or hi < mu + ci * (1 - 1e-9)):
+        return f"{mu:,.{d}f} [{lo:,.{d}f}, {hi:,.{d}f}]"
     return f"{mu:,.{d}f}" + (f"{sign}{ci:,.{d}f}" if not math.isnan(ci) else "")
 
 

@@ -233,7 +233,7 @@ def _experiment_page(res: Results, exp, out_dir: Path, per_run: str, say) -> Pat
                 if spec.get("kind", "sweep") == "stability":
                     files = stability_figure(points, spec, base, interval)
                 else:
-                    files = sweep_figure(points, spec, base)
+                    files = sweep_figure(points, spec, base, runs=ok)
             except KeyError as e:
                 body.append(f"<p class=err>figure {html.escape(name)}: no column {html.escape(str(e))} in the results</p>")
                 continue
@@ -249,7 +249,8 @@ def _experiment_page(res: Results, exp, out_dir: Path, per_run: str, say) -> Pat
             if isinstance(y, str) and y not in km and y in points:
                 km.append(y)
         body.append("<h2>Metrics</h2><p class=muted>Mean over repetitions &plusmn; half-width of the 95 % confidence interval "
-                    "(Student's t). Every metric of every grid point: <a href=\"points.csv\">points.csv</a>; "
+                    "(Student's t), to the digits it supports; [low, high] where the interval meets the metric's bound "
+                    "(e.g. Jain's index at 1). Every metric of every grid point: <a href=\"points.csv\">points.csv</a>; "
                     "definitions in docs/metrics.md.</p>")
         head = "".join(f"<th class=l>{html.escape(n)}</th>" for n in names) + "<th>n</th>" + "".join(f"<th title=\"{html.escape(m)}\">{html.escape(short_label(m))}</th>" for m in km)
         trs = []
@@ -257,7 +258,7 @@ def _experiment_page(res: Results, exp, out_dir: Path, per_run: str, say) -> Pat
             cells = "".join(f"<td class=l>{cell(p.get(n))}</td>" for n in names) + f"<td>{int(p.n)}</td>"
             for m in km:
                 mu, ci = p.get(m, float('nan')), p.get(f"{m}_ci95", float('nan'))
-                cells += f"<td>{pm(mu, ci, sign=' &plusmn; ')}</td>"
+                cells += f"<td>{pm(mu, ci, sign=' &plusmn; ', low=p.get(f'{m}_low'), high=p.get(f'{m}_high'))}</td>"
             trs.append(f"<tr>{cells}</tr>")
         body.append(f"<div class=tw><table><tr>{head}</tr>{''.join(trs)}</table></div>")
         points.to_csv(d / "points.csv", index=False)

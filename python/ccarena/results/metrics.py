@@ -59,6 +59,8 @@ __all__ = [
     "udp_metrics",
     "t_quantile_975",
     "mean_ci",
+    "mean_interval",
+    "metric_bounds",
     "flow_metrics",
     "run_metrics",
     "COV_TIMESCALES_S",
@@ -320,6 +322,50 @@ def mean_ci(x: Sequence[float]) -> tuple[float, float, int]:
     if n < 2:
         return m, float("nan"), n
     return m, float(t_quantile_975(n - 1) * a.std(ddof=1) / math.sqrt(n)), n
+
+
+# The range each run-level metric's values (and so its mean) can take; an
+# interval never leaves it. [0, 1]: shares, indices, ratios of a part to its
+# whole. [0, inf): everything counted, timed or measured, and the ratios that
+# are not of a part to a whole (utilization can exceed 1, docs/metrics.md).
+# Metrics not named here (the utilities, which can be negative) are unbounded.
+_UNIT_INTERVAL = {
+    "jain_index", "throughput_ratio", "link_utilization", "drop_rate", "web_completed", "udp_loss_rate",
+    "mean_jains_fairness_throughput_l7", "mean_entropy_fairness_throughput_l7", "mean_product_fairness_throughput_l7",
+}
+_UNBOUNDED = {"mean_utility_pf_l7", "mean_utility_mpdf_l7"}
+
+
+def metric_bounds(name: str) -> tuple[float, float]:
+    """(lower, upper) of a metric's values: (0, 1), (0, inf) or (-inf, inf)."""
+    if name in _UNIT_INTERVAL:
+        return 0.0, 1.0
+    if name in _UNBOUNDED or name not in METRIC_INFO and not name.startswith(("cov_", "mean_", "total_")):
+        return -math.inf, math.inf
+    return 0.0, math.inf
+
+
+def mean_interval(x: Sequence[float], lower: float = -math.inf, upper: float = math.inf,
+                  level: float = 0.95) -> tuple[float, float, float, int]:
+    """(mean, low, high, n): the mean over repetitions and its `level`
+    confidence interval, mean +- t(1/2 + level/2, n-1) s / sqrt(n)
+    (``scipy.stats.t``), cut to [lower, upper], the range the metric's values
+    (and so its true mean) lie in. Cutting keeps the interval's coverage (the
+    true mean is never in the part cut away) and the mean inside it; see
+    docs/metrics.md for why not a logit interval or a bootstrap. NaN bounds for
+    fewer than two values; NaNs are ignored."""
+    from scipy.stats import t  # scipy loads in a quarter second: only when intervals are asked for
+
+    a = np.asarray(x, dtype=float)
+    a = a[~np.isnan(a)]
+    n = int(a.size)
+    if n == 0:
+        return float("nan"), float("nan"), float("nan"), 0
+    m = float(a.mean())
+    if n < 2:
+        return m, float("nan"), float("nan"), n
+    half = float(t.ppf(0.5 + level / 2, n - 1) * a.std(ddof=1) / math.sqrt(n))
+    return m, max(m - half, lower), min(m + half, upper), n
 
 
 # ---------------------------------------------------------------- metric sets

@@ -19,7 +19,7 @@ from ..scenario.catalogue import Catalogue, engine_cca_names
 from ..scenario.document import parse_toml
 from ..scenario.model import Meta, Scenario
 from ..scenario.traffic import BACKGROUNDS
-from ..version import __version__
+from ..version import UNKNOWN_BUILD, __version__, build_id
 from .metrics import DEFAULT_MSS, goodput_capacity_bps, jain_index, link_rates_bps, throughput_ratio, web_metrics
 from .record import RunRecord, normalise
 
@@ -35,9 +35,14 @@ class RunResult:
     scenario: Scenario
     record: RunRecord = field(repr=False)
     wall_time_s: float = 0.0
+    #: What computed the run (``version.build_id``): this process's build for a
+    #: run just made, the stored one for a run read back ("unknown" if not recorded).
+    build: str = ""
 
     def __post_init__(self) -> None:
         normalise(self.record)
+        if not self.build:
+            self.build = build_id()
 
     # ---- tables ----
 
@@ -261,6 +266,7 @@ class RunResult:
             "events": self.record["events"],
             "wall_time_s": self.wall_time_s,
             "version": __version__,
+            "build": self.build,
             "invariant_violations": self.invariant_violations,
         }
 
@@ -323,7 +329,8 @@ def load_result(directory: str | Path) -> RunResult:
     else:  # saved before resolved.json existed: resolve the document, whatever its algorithms
         scenario = Scenario.from_dict(doc, path, _any_algorithm(doc, record.get("backend", "sim")), check=False)
     result = json.loads((d / "result.json").read_text())
-    return RunResult(scenario=scenario, record=record, wall_time_s=result.get("wall_time_s", 0.0))
+    return RunResult(scenario=scenario, record=record, wall_time_s=result.get("wall_time_s", 0.0),
+                     build=result.get("build", UNKNOWN_BUILD))
 
 
 def _any_algorithm(doc: dict, backend: str) -> Catalogue:

@@ -25,12 +25,14 @@ upgraded in place the first time it is opened (``_migrate``).
 from __future__ import annotations
 
 import gzip
+import html
 import json
 import math
 import os
 import re
+import socket
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from functools import cached_property
 from pathlib import Path
@@ -39,9 +41,9 @@ from typing import Any, Iterable
 import numpy as np
 import pandas as pd
 
-from ..version import __version__
-from ..errors import StoreError
-from .metrics import flow_metrics, mean_ci, run_metrics
+from ..version import UNKNOWN_BUILD, __version__, build_id
+from ..errors import StoreError, UnknownExperiment, UnknownName
+from .metrics import flow_metrics, mean_ci, mean_interval, metric_bounds, run_metrics
 from .result import RunResult
 from ..scenario.document import dump_toml
 from ..scenario.flows import flow_groups_of
@@ -53,7 +55,8 @@ __all__ = ["Store", "Results", "load", "StoreError", "analyse", "DB_NAME", "SCHE
 DB_NAME = "ccarena.duckdb"
 # 2: flows.direction and flows.background; the short_flows and udp tables.
 # 3: runs.scenario_meta (the metadata beside the engine's input: flow groups, ...).
-SCHEMA_VERSION = 3
+# 4: runs.build (what computed the run; older runs: "unknown"); experiments.build, host, command.
+SCHEMA_VERSION = 4
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR);
@@ -61,7 +64,8 @@ CREATE TABLE IF NOT EXISTS experiments (
     experiment_id VARCHAR PRIMARY KEY,
     name VARCHAR, variant VARCHAR, description VARCHAR, source VARCHAR, notes VARCHAR,
     requires VARCHAR, scenario_toml VARCHAR, axes VARCHAR, figures VARCHAR,
-    n_runs INTEGER, ccarena_version VARCHAR, updated_at TIMESTAMP
+    n_runs INTEGER, ccarena_version VARCHAR, updated_at TIMESTAMP,
+    build VARCHAR DEFAULT 'unknown', host VARCHAR DEFAULT '', command VARCHAR DEFAULT ''
 );
 CREATE TABLE IF NOT EXISTS experiment_runs (
     experiment_id VARCHAR, run_id VARCHAR, point INTEGER, repetition INTEGER, seed UBIGINT,
@@ -74,7 +78,8 @@ CREATE TABLE IF NOT EXISTS params (
 CREATE TABLE IF NOT EXISTS runs (
     run_id VARCHAR PRIMARY KEY, scenario_hash VARCHAR, seed UBIGINT, ccarena_version VARCHAR,
     status VARCHAR, error VARCHAR, wall_time_s DOUBLE, simulated_s DOUBLE, events UBIGINT,
-    scenario VARCHAR, engine_config VARCHAR, finished_at TIMESTAMP, scenario_meta VARCHAR
+    scenario VARCHAR, engine_config VARCHAR, finished_at TIMESTAMP, scenario_meta VARCHAR,
+    build VARCHAR DEFAULT 'unknown'
 );
 CREATE TABLE IF NOT EXISTS flows (
     run_id VARCHAR, flow INTEGER, "group" INTEGER, label VARCHAR, cca VARCHAR,
@@ -102,11 +107,12 @@ CREATE TABLE IF NOT EXISTS udp (
 # runs.scenario_meta is then filled by _fill_meta).
 _ADDED_COLUMNS = {
     "flows": [("direction", "VARCHAR DEFAULT 'forward'"), ("background", "BOOLEAN DEFAULT false")],
-    "runs": [("scenario_meta", "VARCHAR")],
+    "runs": [("scenario_meta", "VARCHAR"), ("build", "VARCHAR DEFAULT 'unknown'")],
+    "experiments": [("build", "VARCHAR DEFAULT 'unknown'"), ("host", "VARCHAR DEFAULT ''"), ("command", "VARCHAR DEFAULT ''")],
 }
 _RUN_COLUMNS = (
     "run_id, scenario_hash, seed, ccarena_version, status, error, wall_time_s, simulated_s, events, scenario, engine_config, "
-    "finished_at, scenario_meta"
+    "finished_at, scenario_meta, build"
 )
 # Tables that hold rows of one run each (deleted and rewritten together).
 _RUN_TABLES = ("runs", "flows", "metrics", "short_flows", "udp")
@@ -161,6 +167,12 @@ def _remove_orphans(directory: Path) -> None:
             p.unlink(missing_ok=True)
         except (PermissionError, OverflowError):
             pass
+
+
+def _with_run_id(df: pd.DataFrame, rid: str) -> pd.DataFrame:
+    """`df` with a first column run_id: every Parquet file names its run, so
+    files read together (DuckDB's read_parquet('timeseries/*.parquet')) can be told apart."""
+    return df.assign(run_id=rid)[["run_id", *df.columns]]
 
 
 def _json(v: Any) -> str:
@@ -334,27 +346,32 @@ class Store:
         finally:
             self.con.unregister("_ccarena_rows")
 
-    def completed(self) -> set[str]:
-        """Ids of runs stored with status 'ok'."""
-        return {r[0] for r in self.con.execute("SELECT run_id FROM runs WHERE status = 'ok'").fetchall()}
+    def completed(self) -> dict[str, str]:
+        """Runs stored with status 'ok': run id -> the build that computed it."""
+        return {r[0]: r[1] or UNKNOWN_BUILD for r in self.con.execute("SELECT run_id, build FROM runs WHERE status = 'ok'").fetchall()}
 
     def failed(self) -> set[str]:
         return {r[0] for r in self.con.execute("SELECT run_id FROM runs WHERE status = 'error'").fetchall()}
 
-    def register_experiment(self, experiment_id: str, name: str, variant: str, doc: dict, specs: list, axes: list[dict]) -> None:
+    def register_experiment(self, experiment_id: str, name: str, variant: str, doc: dict, specs: list, axes: list[dict],
+                            command: str = "") -> None:
         """Creates or replaces an experiment and the list of runs it is made of
         (one transaction); `axes` describes its sweep's axes for reports
-        (name, fields, labels of each)."""
+        (name, fields, labels of each). Its provenance (this build, the host,
+        `command`: the command line that ran it) is stored beside it."""
         def tx():
             self.con.execute("DELETE FROM experiments WHERE experiment_id = ?", [experiment_id])
             self.con.execute("DELETE FROM experiment_runs WHERE experiment_id = ?", [experiment_id])
             self.con.execute("DELETE FROM params WHERE experiment_id = ?", [experiment_id])
             self.con.execute(
-                "INSERT INTO experiments VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO experiments (experiment_id, name, variant, description, source, notes, requires, scenario_toml, "
+                "axes, figures, n_runs, ccarena_version, updated_at, build, host, command) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [
                     experiment_id, name, variant, str(doc.get("description", "")), str(doc.get("source", "")),
                     str(doc.get("notes", "")), _json(doc.get("requires", [])), dump_toml(doc),
                     _json(axes), _json(doc.get("figures", [])), len(specs), __version__, _now(),
+                    build_id(), socket.gethostname(), command,
                 ],
             )
             er = pd.DataFrame(
@@ -376,8 +393,9 @@ class Store:
 
         self._transaction(tx)
 
-    def store_run(self, spec, record_json: str, wall_time_s: float) -> dict[str, float]:
+    def store_run(self, spec, record_json: str, wall_time_s: float, build: str | None = None) -> dict[str, float]:
         """Analyses a finished run and stores it: files first, then its rows in one transaction.
+        `build` is the build identity of the process that computed it (this one's by default).
 
         Returns the run-level metrics."""
         record = json.loads(record_json)
@@ -385,19 +403,19 @@ class Store:
         result, flows, fm, rm = analyse(scenario, record, wall_time_s)
         rid = spec.run_id
         _atomic_write(self.record_path(rid), gzip.compress(record_json.encode(), compresslevel=5))
-        _atomic_parquet(result.timeseries, self.timeseries_path(rid))
-        _atomic_parquet(result.queue, self.queue_path(rid))
+        _atomic_parquet(_with_run_id(result.timeseries, rid), self.timeseries_path(rid))
+        _atomic_parquet(_with_run_id(result.queue, rid), self.queue_path(rid))
         self._write_traffic_files(rid, result)
-        self._insert_rows(rid, spec.scenario_hash, spec.seed, scenario, record, wall_time_s, result, fm, rm)
+        self._insert_rows(rid, spec.scenario_hash, spec.seed, scenario, record, wall_time_s, result, fm, rm, build)
         return rm
 
     def _write_traffic_files(self, rid: str, result) -> None:
         if len(result.reverse_queue):
-            _atomic_parquet(result.reverse_queue, self.reverse_queue_path(rid))
+            _atomic_parquet(_with_run_id(result.reverse_queue, rid), self.reverse_queue_path(rid))
         if len(result.udp):
-            _atomic_parquet(result.udp_timeseries, self.udp_series_path(rid))
+            _atomic_parquet(_with_run_id(result.udp_timeseries, rid), self.udp_series_path(rid))
 
-    def _insert_rows(self, rid, scenario_hash, seed, scenario: Scenario, record, wall_time_s, result, fm, rm) -> None:
+    def _insert_rows(self, rid, scenario_hash, seed, scenario: Scenario, record, wall_time_s, result, fm, rm, build=None) -> None:
         fdf = result.flows.reset_index()
         fdf.insert(0, "run_id", rid)
         fdf = fdf[_FLOW_COLUMNS]
@@ -415,9 +433,9 @@ class Store:
             for table in _RUN_TABLES:
                 self.con.execute(f"DELETE FROM {table} WHERE run_id = ?", [rid])
             self.con.execute(
-                f"INSERT INTO runs ({_RUN_COLUMNS}) VALUES (?, ?, ?, ?, 'ok', NULL, ?, ?, ?, ?, ?, ?, ?)",
+                f"INSERT INTO runs ({_RUN_COLUMNS}) VALUES (?, ?, ?, ?, 'ok', NULL, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [rid, scenario_hash, seed, __version__, wall_time_s, record["duration_ns"] / 1e9, record.get("events", 0),
-                 _json(scenario.doc), _json(scenario.engine), _now(), _json(scenario.meta.to_dict())],
+                 _json(scenario.doc), _json(scenario.engine), _now(), _json(scenario.meta.to_dict()), build or build_id()],
             )
             self._insert_df("flows", fdf)
             self._insert_df("metrics", mdf)
@@ -436,9 +454,9 @@ class Store:
             for table in _RUN_TABLES:
                 self.con.execute(f"DELETE FROM {table} WHERE run_id = ?", [spec.run_id])
             self.con.execute(
-                f"INSERT INTO runs ({_RUN_COLUMNS}) VALUES (?, ?, ?, ?, 'error', ?, ?, ?, 0, ?, ?, ?, ?)",
+                f"INSERT INTO runs ({_RUN_COLUMNS}) VALUES (?, ?, ?, ?, 'error', ?, ?, ?, 0, ?, ?, ?, ?, ?)",
                 [spec.run_id, spec.scenario_hash, spec.seed, __version__, error[:4000], wall_time_s, spec.simulated_s,
-                 _json(spec.doc), _json(spec.engine or {}), _now(), None if meta is None else _json(meta)],
+                 _json(spec.doc), _json(spec.engine or {}), _now(), None if meta is None else _json(meta), build_id()],
             )
 
         self._transaction(tx)
@@ -454,11 +472,12 @@ class Store:
         With `strict` off a run that cannot be analysed (record gone, no
         metadata) keeps the rows it has."""
         rows = self.con.execute(
-            "SELECT run_id, scenario_hash, seed, scenario, engine_config, scenario_meta, wall_time_s FROM runs WHERE status = 'ok'"
+            "SELECT run_id, scenario_hash, seed, scenario, engine_config, scenario_meta, wall_time_s, build FROM runs WHERE status = 'ok'"
         ).fetchall()
         rows = [r for r in rows if select is None or select(json.loads(r[4]))]
         done = 0
-        for k, (rid, sh, seed, doc, engine, meta, wall) in enumerate(rows):
+        # A run analysed again keeps its build: its record is still the one that build computed.
+        for k, (rid, sh, seed, doc, engine, meta, wall, build) in enumerate(rows):
             try:
                 if meta is None:
                     raise StoreError(f"run {rid}: stored without its scenario's metadata (its flow groups could not be recovered)")
@@ -466,7 +485,7 @@ class Store:
                 scenario = Scenario(doc=json.loads(doc), engine=json.loads(engine), meta=Meta.from_dict(json.loads(meta)))
                 result, _, fm, rm = analyse(scenario, record, wall)
                 self._write_traffic_files(rid, result)
-                self._insert_rows(rid, sh, seed, scenario, record, wall, result, fm, rm)
+                self._insert_rows(rid, sh, seed, scenario, record, wall, result, fm, rm, build or UNKNOWN_BUILD)
                 done += 1
             except Exception:
                 if strict:
@@ -533,7 +552,7 @@ class Store:
             known = self.con.execute("SELECT count(*) FROM experiments WHERE experiment_id = ?", [experiment]).fetchone()[0]
             if not known:
                 present = [r[0] for r in self.con.execute("SELECT experiment_id FROM experiments ORDER BY 1").fetchall()]
-                raise StoreError(f"experiment: no experiment {experiment!r} in {self.dir}; present: {', '.join(present) or 'none'}")
+                raise UnknownExperiment("experiment", experiment, present, where=str(self.dir))
             select, join = "t.*, er.point, er.repetition", " JOIN experiment_runs er ON er.run_id = t.run_id AND er.experiment_id = ?"
             params.insert(0, experiment)
         if not self.has_table(table):  # a schema-1 database that could not be upgraded
@@ -580,15 +599,17 @@ class Results:
     """
 
     directory: Path
-    experiments: pd.DataFrame
-    runs: pd.DataFrame
-    flows: pd.DataFrame
-    metrics: pd.DataFrame
+    experiments: pd.DataFrame = field(repr=False)
+    runs: pd.DataFrame = field(repr=False)
+    flows: pd.DataFrame = field(repr=False)
+    metrics: pd.DataFrame = field(repr=False)
 
     def timeseries(self, run_id: str) -> pd.DataFrame:
+        self._run_row(run_id)
         return pd.read_parquet(self.directory / "timeseries" / f"{run_id}.parquet")
 
     def queue(self, run_id: str) -> pd.DataFrame:
+        self._run_row(run_id)
         return pd.read_parquet(self.directory / "queue" / f"{run_id}.parquet")
 
     def reverse_queue(self, run_id: str) -> pd.DataFrame:
@@ -603,20 +624,28 @@ class Results:
 
     def short_flows(self, experiment: str | None = None, run_id: str | Iterable[str] | None = None) -> pd.DataFrame:
         """Web flows of one experiment and/or run(s) (``Store.short_flows``)."""
+        experiment = None if experiment is None else self.experiment_id(experiment)
         with Store(self.directory, read_only=True) as st:
             return st.short_flows(experiment=experiment, run_id=run_id)
 
     def udp(self, experiment: str | None = None, run_id: str | Iterable[str] | None = None) -> pd.DataFrame:
         """UDP sources of one experiment and/or run(s) (``Store.udp``)."""
+        experiment = None if experiment is None else self.experiment_id(experiment)
         with Store(self.directory, read_only=True) as st:
             return st.udp(experiment=experiment, run_id=run_id)
 
     def record(self, run_id: str) -> dict:
         return json.loads(gzip.decompress((self.directory / "records" / f"{run_id}.json.gz").read_bytes()))
 
+    def _run_row(self, run_id: str):
+        rows = self.runs[self.runs.run_id == run_id]
+        if not len(rows):
+            raise UnknownName("run", run_id, self.runs.run_id)
+        return rows.iloc[0]
+
     def result(self, run_id: str) -> RunResult:
         """The run as a ``RunResult``, its scenario as stored (not resolved again)."""
-        row = self.runs[self.runs.run_id == run_id].iloc[0]
+        row = self._run_row(run_id)
         doc, engine = json.loads(row.scenario), json.loads(row.engine_config)
         with Store(self.directory, read_only=True) as st:
             has_meta = st.schema_version >= 3
@@ -624,20 +653,76 @@ class Results:
         # A database that could not be upgraded: its metadata from the document, as the upgrade would.
         meta = Meta.from_dict(json.loads(stored[0])) if stored and stored[0] else Meta(tuple(flow_groups_of(doc)), doc.get("background", "none"))
         sc = Scenario(doc=doc, engine=engine, meta=meta)
-        return RunResult(scenario=sc, record=self.record(run_id), wall_time_s=float(row.wall_time_s))
+        return RunResult(scenario=sc, record=self.record(run_id), wall_time_s=float(row.wall_time_s),
+                         build=str(row.build) if isinstance(row.build, str) else UNKNOWN_BUILD)
 
-    def param_names(self, experiment_id: str) -> list[str]:
-        row = self.experiments[self.experiments.experiment_id == experiment_id]
-        if not len(row):
-            return []
+    def experiment_id(self, name: str, mode: str | None = None) -> str:
+        """The id of the experiment `name` names: an id as stored
+        (``cubic-fig8-intra-fairness@quick``) or an experiment's name, with
+        `mode` "quick" or "full" choosing between its quick and full results
+        (needed only when both are stored). Raises ``UnknownName`` (listing
+        what is stored, with near misses) for anything else."""
+        if mode not in (None, "quick", "full"):
+            raise UnknownName("mode", str(mode), ["quick", "full"])
+        ids = list(self.experiments.experiment_id)
+        if name in ids and mode is None:
+            return name
+        base = name.split("@", 1)[0] if name in ids else name
+        rows = self.experiments[self.experiments.name == base]
+        if mode is not None:
+            rows = rows[rows.variant == ("quick" if mode == "quick" else "")]
+        if len(rows) == 1:
+            return str(rows.experiment_id.iloc[0])
+        if len(rows) > 1:
+            raise UnknownExperiment("single experiment named", name, rows.experiment_id,
+                              "several are stored under that name: pass its id, or mode='quick' / mode='full'")
+        if mode is not None and len(self.experiments[self.experiments.name == base]):
+            have = self.experiments[self.experiments.name == base].experiment_id
+            raise UnknownExperiment(f"{mode}-mode experiment", base, have, f"run it with{'' if mode == 'quick' else 'out'} --quick first")
+        raise UnknownExperiment("experiment", name, ids + list(self.experiments.name), where=str(self.directory))
+
+    def _summary(self) -> list[tuple[str, str, int, int, str]]:
+        """(experiment, description, ok runs, runs, builds) per experiment."""
+        rows = []
+        for _, e in self.experiments.iterrows():
+            runs = self.runs[self.runs.experiment_id == e.experiment_id]
+            ok = runs[runs.status == "ok"]
+            builds = ", ".join(sorted(set(ok.build.fillna(UNKNOWN_BUILD)))) if "build" in ok else ""
+            rows.append((str(e.experiment_id), str(e.description or ""), len(ok), len(runs), builds))
+        return rows
+
+    def __repr__(self) -> str:
+        lines = [f"Results({str(self.directory)!r}): {len(self.experiments)} experiments, {len(self.runs)} runs"]
+        lines += [f"  {eid}: {ok}/{n} runs ok, build {b or '-'}" for eid, _, ok, n, b in self._summary()]
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        rows = "".join(f"<tr><td>{html.escape(eid)}</td><td>{html.escape(d)}</td><td>{ok}/{n}</td><td><code>{html.escape(b)}</code></td></tr>"
+                       for eid, d, ok, n, b in self._summary())
+        return (f"<p><b>Results</b> <code>{html.escape(str(self.directory))}</code>: {len(self.experiments)} experiments, "
+                f"{len(self.runs)} runs. <code>.points(name)</code>, <code>.runs</code>, <code>.flows</code></p>"
+                f"<table><tr><th>experiment</th><th>description</th><th>runs ok</th><th>build</th></tr>{rows}</table>")
+
+    def param_names(self, experiment_id: str, mode: str | None = None) -> list[str]:
+        """The names of the experiment's swept parameters (its sweep's axes)."""
+        row = self.experiments[self.experiments.experiment_id == self.experiment_id(experiment_id, mode)]
         return [a["name"] for a in json.loads(row.iloc[0]["axes"])]
 
-    def points(self, experiment_id: str, metrics: list[str] | None = None) -> pd.DataFrame:
-        """Mean, 95 % CI half-width and n of each run-level metric per grid point."""
+    def points(self, experiment_id: str, metrics: list[str] | None = None, mode: str | None = None) -> pd.DataFrame:
+        """Mean, 95 % CI half-width and n of each run-level metric per grid
+        point, and the interval cut to the metric's range (``<m>_low``,
+        ``<m>_high``; docs/metrics.md). `experiment_id` may also be the experiment's name, with `mode`
+        ("quick" or "full") when both are stored; an unknown experiment or
+        metric raises ``UnknownName``."""
+        experiment_id = self.experiment_id(experiment_id, mode)
         runs = self.runs[(self.runs.experiment_id == experiment_id) & (self.runs.status == "ok")]
         names = self.param_names(experiment_id)
         if metrics is None:
             metrics = [c for c in self.metric_names if c in runs.columns]
+        else:
+            for m in metrics:
+                if m not in self.metric_names and m not in self.runs.columns:
+                    raise UnknownName("run-level metric", m, self.metric_names)
         rows = []
         for point, g in runs.groupby("point", sort=True):
             row: dict[str, Any] = {"point": point}
@@ -647,8 +732,10 @@ class Results:
             for m in metrics:
                 vals = g[m].to_numpy(dtype=float) if m in g else np.array([])
                 mu, ci, n = mean_ci(vals)
+                _, low, high, _ = mean_interval(vals, *metric_bounds(m))
                 row[m] = mu
                 row[f"{m}_ci95"] = ci
+                row[f"{m}_low"], row[f"{m}_high"] = low, high
                 # On the log scale (for ratios drawn on log axes): geometric mean and the CI of the logs.
                 pos = vals[~np.isnan(vals)]
                 if len(pos) and (pos > 0).all():
@@ -670,13 +757,19 @@ def load(directory: str | Path) -> Results:
     d = Path(directory)
     with Store(d, read_only=True) as st:
         experiments = st.df("SELECT * FROM experiments ORDER BY name, variant")
+        # A database that could not be upgraded (read-only, or held by a sweep) has no builds: "unknown".
+        build = "r.build" if st.schema_version >= 4 else f"'{UNKNOWN_BUILD}'"
         er = st.df(
             "SELECT er.experiment_id, er.run_id, er.point, er.repetition, er.seed, er.params, er.skip_reason, "
-            "r.scenario_hash, r.ccarena_version, r.status, r.error, r.wall_time_s, r.simulated_s, r.events, r.scenario, r.engine_config, r.finished_at "
+            "r.scenario_hash, r.ccarena_version, r.status, r.error, r.wall_time_s, r.simulated_s, r.events, r.scenario, r.engine_config, "
+            f"r.finished_at, {build} AS build "
             "FROM experiment_runs er LEFT JOIN runs r USING (run_id) ORDER BY er.experiment_id, er.point, er.repetition"
         )
         flows = st.df("SELECT * FROM flows ORDER BY run_id, flow")
         metrics = st.df("SELECT * FROM metrics")
+    for col, default in (("build", UNKNOWN_BUILD), ("host", ""), ("command", "")):  # schema < 4, not upgraded
+        if col not in experiments:
+            experiments[col] = default
     # A schema-1 database that could not be upgraded (read-only, or held by a sweep): its runs had no such flows.
     if "direction" not in flows:
         flows["direction"] = "forward"
