@@ -595,7 +595,7 @@ def results(
         _emit(_points_table(res, e.experiment_id, f"{e.experiment_id}: {_status_line(res, e.experiment_id)}"))
         builds = _builds_line(res, e.experiment_id)
         if builds:
-            out.print(f"  [dim]{_esc(builds)}[/dim]", highlight=False, soft_wrap=True)
+            out.print(f"  [dim]{_esc(builds)}[/dim]", highlight=False)
         failed = res.runs[(res.runs.experiment_id == e.experiment_id) & (res.runs.status == "error")]
         for _, r in failed.head(5).iterrows():
             out.print(f"  [red]failed[/red] {r.run_id}: {_esc(str(r.error))}", highlight=False)
