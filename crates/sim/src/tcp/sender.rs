@@ -2130,6 +2130,11 @@ enum PushMode {
     Probe,
 }
 
+#[cfg(test)]
+mod testing;
+#[cfg(test)]
+mod tests;
+
 /// Linux `tcp_skb_sent_after`: t1 later than t2, ties broken by sequence.
 fn sent_after(t1: u64, t2: u64, seq1: u32, seq2: u32) -> bool {
     t1 > t2 || (t1 == t2 && seq_after(seq1, seq2))
