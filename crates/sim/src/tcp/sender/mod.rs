@@ -29,6 +29,10 @@ use crate::packet::{AckSegment, DataSegment, Packet, Payload, SeqRange, SYN_BYTE
 use crate::records::FlowCounters;
 use crate::units::{jiffies_at, jiffies_to_usecs, time_of_jiffy, usecs_to_jiffies, Dur, Time, NS_PER_SEC};
 
+mod rate;
+
+use rate::RateSampler;
+
 // tcp_ack() flags (Linux FLAG_*).
 const FLAG_DATA: u32 = 0x01;
 const FLAG_WIN_UPDATE: u32 = 0x02;
@@ -161,8 +165,8 @@ pub struct TcpSender {
     snd_wnd: u32,
     max_window: u32,
 
-    // Delivery rate (tcp_rate.c).
-    first_tx_mstamp: u64,
+    /// Delivery-rate sampling (tcp_rate.c).
+    rate: RateSampler,
 
     // Application.
     /// Segments the application has written in total (None: unlimited).
@@ -242,7 +246,7 @@ impl TcpSender {
             snd_wnd_end: 0,
             snd_wnd: 0,
             max_window: 0,
-            first_tx_mstamp: 0,
+            rate: RateSampler::default(),
             app_segments,
             tail_payload,
             app_stopped: false,
@@ -617,7 +621,9 @@ impl TcpSender {
         let delivered = self.sock.delivered - prior_delivered;
         let lost = self.sock.lost - prior_lost;
         rs.is_ack_delayed = flag & FLAG_ACK_MAYBE_DELAYED != 0;
-        self.rate_gen(delivered, lost, is_sack_reneg, &mut rs);
+        if let Some(bps) = self.rate.gen(&mut self.sock, delivered, lost, is_sack_reneg, &mut rs, self.cfg.mss) {
+            self.last_delivery_rate_bps = bps;
+        }
         self.cong_control(ack, delivered, flag, &rs);
         self.xmit_recovery(rexmit, out);
     }
@@ -800,7 +806,7 @@ impl TcpSender {
             self.sock.sacked_out += 1;
             st.sack_delivered += 1;
             self.board.get_mut(seq).sacked = sacked;
-            self.rate_skb_delivered(seq, rs);
+            self.rate.skb_delivered(self.board.get_mut(seq), seq + 1, rs);
             self.board.ts_unlink(seq);
             if dup_sack {
                 self.sacked.insert(SeqRange::new(seq, seq + 1));
@@ -879,7 +885,7 @@ impl TcpSender {
             }
             self.sock.packets_out -= 1;
             pkts_acked += 1;
-            self.rate_skb_delivered(seq, rs);
+            self.rate.skb_delivered(self.board.get_mut(seq), seq + 1, rs);
             flag |= FLAG_DATA_ACKED;
             self.board.pop_head();
         }
@@ -1551,94 +1557,6 @@ impl TcpSender {
         self.sock.pacing_rate = rate.min(self.sock.max_pacing_rate);
     }
 
-    // ---- Delivery rate (tcp_rate.c) ----
-
-    fn rate_skb_sent(&mut self, seq: u32) {
-        if self.sock.packets_out == 0 {
-            let t = self.now_us();
-            self.first_tx_mstamp = t;
-            self.sock.delivered_mstamp = t;
-        }
-        let in_flight = self.in_flight();
-        let seg = self.board.get_mut(seq);
-        seg.tx_first_tx_mstamp = self.first_tx_mstamp;
-        seg.tx_delivered_mstamp = self.sock.delivered_mstamp;
-        seg.tx_delivered = self.sock.delivered;
-        seg.tx_app_limited = self.sock.app_limited != 0;
-        seg.tx_in_flight = in_flight;
-    }
-
-    /// Linux `tcp_rate_skb_delivered`: the most recently sent of the segments this
-    /// ACK delivers (cumulatively or by SACK) defines the rate sample.
-    fn rate_skb_delivered(&mut self, seq: u32, rs: &mut RateSample) {
-        let seg = *self.board.get(seq);
-        if seg.tx_delivered_mstamp == 0 {
-            return;
-        }
-        let tx = seg.xmit_us;
-        if rs.prior_delivered == 0 || sent_after(tx, self.first_tx_mstamp, seq + 1, rs.last_end_seq)
-        {
-            rs.prior_delivered = seg.tx_delivered;
-            rs.prior_mstamp = seg.tx_delivered_mstamp;
-            rs.is_app_limited = seg.tx_app_limited;
-            rs.is_retrans = seg.sacked & RETRANS != 0;
-            rs.last_end_seq = seq + 1;
-            self.first_tx_mstamp = tx;
-            rs.first_tx_at_send = seg.tx_first_tx_mstamp;
-            rs.snd_interval_us = tx as i64 - seg.tx_first_tx_mstamp as i64;
-        }
-        if seg.sacked & SACKED_ACKED != 0 {
-            self.board.get_mut(seq).tx_delivered_mstamp = 0;
-        }
-    }
-
-    fn rate_gen(&mut self, delivered: u32, lost: u32, is_sack_reneg: bool, rs: &mut RateSample) {
-        if self.sock.app_limited != 0 && seq_after(self.sock.delivered, self.sock.app_limited) {
-            self.sock.app_limited = 0;
-        }
-        if delivered > 0 {
-            self.sock.delivered_mstamp = self.now_us();
-        }
-        rs.acked_sacked = delivered;
-        rs.losses = lost;
-        if rs.prior_mstamp == 0 || is_sack_reneg {
-            rs.delivered = -1;
-            rs.interval_us = -1;
-            return;
-        }
-        rs.delivered = (self.sock.delivered - rs.prior_delivered) as i64;
-        let snd_us = rs.snd_interval_us;
-        let ack_us = self.now_us() as i64 - rs.prior_mstamp as i64;
-        rs.interval_us = snd_us.max(ack_us);
-        rs.snd_interval_us = snd_us;
-        rs.rcv_interval_us = ack_us;
-        let min_rtt = self.sock.min_rtt_us();
-        if rs.interval_us < min_rtt as i64 {
-            rs.interval_us = -1;
-            return;
-        }
-        if rs.interval_us > 0 {
-            self.last_delivery_rate_bps =
-                (rs.delivered as u64 * self.cfg.mss as u64 * 8 * 1_000_000) / rs.interval_us as u64;
-        }
-        if !rs.is_app_limited
-            || rs.delivered as u64 * self.sock.rate_interval_us as u64
-                >= self.sock.rate_delivered as u64 * rs.interval_us as u64
-        {
-            self.sock.rate_delivered = rs.delivered as u32;
-            self.sock.rate_interval_us = rs.interval_us as u32;
-            self.sock.rate_app_limited = rs.is_app_limited;
-        }
-    }
-
-    /// Linux `tcp_rate_check_app_limited`.
-    fn rate_check_app_limited(&mut self) {
-        if !self.has_new_data() && self.in_flight() < self.sock.cwnd && self.sock.lost_out <= self.sock.retrans_out {
-            let v = self.sock.delivered + self.in_flight();
-            self.sock.app_limited = if v == 0 { 1 } else { v };
-        }
-    }
-
     // ---- Timers ----
 
     /// Linux `tcp_rearm_rto`.
@@ -1892,7 +1810,8 @@ impl TcpSender {
             }
         }
         self.board.ts_append(seq);
-        self.rate_skb_sent(seq);
+        let in_flight = self.in_flight();
+        self.rate.skb_sent(&mut self.sock, self.board.get_mut(seq), in_flight);
         if self.retrans_stamp == 0 {
             self.retrans_stamp = ts_clock(self.sock.now);
         }
@@ -1978,7 +1897,8 @@ impl TcpSender {
         self.sndbuf_limited = false;
         loop {
             if !self.has_new_data() {
-                self.rate_check_app_limited();
+                let (has_new_data, in_flight) = (self.has_new_data(), self.in_flight());
+                self.rate.check_app_limited(&mut self.sock, has_new_data, in_flight);
                 break;
             }
             if self.pacing_check() {
@@ -2023,7 +1943,8 @@ impl TcpSender {
         let prior_packets = self.sock.packets_out;
         let seq = self.board.push_new(SegState::new(self.now_us()));
         debug_assert_eq!(seq, self.sock.snd_nxt);
-        self.rate_skb_sent(seq);
+        let in_flight = self.in_flight();
+        self.rate.skb_sent(&mut self.sock, self.board.get_mut(seq), in_flight);
         self.emit(seq, false, out);
         self.sock.snd_nxt += 1;
         self.sock.packets_out += 1;
