@@ -29,8 +29,10 @@ use crate::packet::{AckSegment, DataSegment, Packet, Payload, SeqRange, SYN_BYTE
 use crate::records::FlowCounters;
 use crate::units::{jiffies_at, jiffies_to_usecs, time_of_jiffy, usecs_to_jiffies, Dur, Time, NS_PER_SEC};
 
+mod rack;
 mod rate;
 
+use rack::{Rack, RACK_RECOVERY_THRESH};
 use rate::RateSampler;
 
 // tcp_ack() flags (Linux FLAG_*).
@@ -53,12 +55,8 @@ const FLAG_NOT_DUP: u32 = FLAG_DATA | FLAG_WIN_UPDATE | FLAG_ACKED;
 const FLAG_CA_ALERT: u32 = FLAG_DATA_SACKED | FLAG_ECE | FLAG_DSACKING_ACK;
 const FLAG_FORWARD_PROGRESS: u32 = FLAG_ACKED | FLAG_DATA_SACKED;
 
-/// Linux TCP_TIMEOUT_MIN: 2 jiffies added to the RACK reordering timer.
-const TCP_TIMEOUT_MIN_JIFFIES: u64 = 2;
 /// Linux TCP_TIMEOUT_MIN_US: added to the TLP timeout when more than one packet is out.
 const TCP_TIMEOUT_MIN_US: u64 = 2000;
-/// Linux TCP_RACK_RECOVERY_THRESH: recoveries a widened reordering window persists.
-const RACK_RECOVERY_THRESH: u32 = 16;
 /// Linux sysctl_tcp_max_reordering.
 const MAX_REORDERING: u32 = 300;
 /// Linux sysctl_tcp_reordering.
@@ -93,20 +91,6 @@ pub enum ConnState {
     Established,
     /// A finite transfer is fully acknowledged.
     Done,
-}
-
-/// RACK state (Linux `tp->rack`).
-#[derive(Clone, Debug, Default)]
-struct Rack {
-    /// Send time (us) of the most recently sent segment that was (S)ACKed.
-    mstamp: u64,
-    end_seq: u32,
-    rtt_us: u32,
-    advanced: bool,
-    reo_wnd_steps: u32,
-    reo_wnd_persist: u32,
-    dsack_seen: bool,
-    last_delivered: u32,
 }
 
 /// Per-ACK SACK processing results (Linux `tcp_sacktag_state`).
@@ -237,7 +221,7 @@ impl TcpSender {
             frto: false,
             tlp_high_seq: None,
             tlp_retrans: false,
-            rack: Rack { reo_wnd_steps: 1, ..Default::default() },
+            rack: Rack::default(),
             reord_seen: 0,
             total_retrans: 0,
             dsack_dups: 0,
@@ -605,7 +589,7 @@ impl TcpSender {
 
         flag |= self.clean_rtx_queue(prior_fack, prior_snd_una, &mut sack_state, &mut rs, flag);
 
-        self.rack_update_reo_wnd(&rs);
+        self.rack.update_reo_wnd(&rs, self.sock.delivered);
         if self.tlp_high_seq.is_some() {
             self.process_tlp_ack(ack, flag);
         }
@@ -775,7 +759,7 @@ impl TcpSender {
             return;
         }
         if sacked & SACKED_ACKED == 0 {
-            self.rack_advance(sacked, seq + 1, xmit);
+            self.rack.advance(sacked, seq + 1, xmit, self.now_us(), self.sock.min_rtt_us());
             if sacked & SACKED_RETRANS != 0 {
                 if sacked & LOST != 0 {
                     sacked &= !(LOST | SACKED_RETRANS);
@@ -877,7 +861,7 @@ impl TcpSender {
             } else if self.is_sack() {
                 self.count_delivered(1);
                 if !self.skb_spurious_retrans(sacked, seg.xmit_us) {
-                    self.rack_advance(sacked, seq + 1, seg.xmit_us);
+                    self.rack.advance(sacked, seq + 1, seg.xmit_us, self.now_us(), self.sock.min_rtt_us());
                 }
             }
             if sacked & LOST != 0 {
@@ -1035,132 +1019,6 @@ impl TcpSender {
     }
 
     // ---- Loss marking ----
-
-    /// Linux `tcp_mark_skb_lost`.
-    fn mark_lost(&mut self, seq: u32) {
-        let sacked = self.board.get(seq).sacked;
-        if sacked & SACKED_ACKED != 0 {
-            return;
-        }
-        if sacked & LOST != 0 {
-            if sacked & SACKED_RETRANS != 0 {
-                // A retransmission lost again.
-                self.board.get_mut(seq).sacked &= !SACKED_RETRANS;
-                self.sock.retrans_out -= 1;
-                self.board.queue_retransmit(seq);
-            }
-        } else {
-            self.sock.lost_out += 1;
-            self.sock.lost += 1;
-            self.board.get_mut(seq).sacked |= LOST;
-            self.board.queue_retransmit(seq);
-        }
-        self.board.ts_unlink(seq);
-    }
-
-    /// Linux `tcp_rack_advance`.
-    fn rack_advance(&mut self, sacked: u8, end_seq: u32, xmit_us: u64) {
-        let rtt_us = self.now_us().saturating_sub(xmit_us) as u32;
-        if rtt_us < self.sock.min_rtt_us() && sacked & RETRANS != 0 {
-            // Ambiguous: probably the original of a spurious retransmission.
-            return;
-        }
-        self.rack.advanced = true;
-        self.rack.rtt_us = rtt_us;
-        if sent_after(xmit_us, self.rack.mstamp, end_seq, self.rack.end_seq) {
-            self.rack.mstamp = xmit_us;
-            self.rack.end_seq = end_seq;
-        }
-    }
-
-    /// Linux `tcp_rack_reo_wnd`.
-    fn rack_reo_wnd(&self) -> u32 {
-        if self.reord_seen == 0 {
-            if self.sock.ca_state >= CaState::Recovery {
-                return 0;
-            }
-            if self.sock.sacked_out >= self.sock.reordering {
-                return 0;
-            }
-        }
-        let min_rtt = self.sock.min_rtt_us();
-        let min_rtt = if min_rtt == u32::MAX { 0 } else { min_rtt };
-        ((min_rtt >> 2) * self.rack.reo_wnd_steps).min(self.rtt.srtt_us())
-    }
-
-    /// Linux `tcp_rack_detect_loss`: returns the longest wait (us) among segments
-    /// not yet overdue, or 0.
-    fn rack_detect_loss(&mut self) -> u32 {
-        let reo_wnd = self.rack_reo_wnd() as i64;
-        let now = self.now_us() as i64;
-        let mut reo_timeout = 0u32;
-        let mut cur = self.board.ts_first();
-        while let Some(seq) = cur {
-            let next = self.board.ts_next(seq);
-            let seg = self.board.get(seq);
-            // Lost-but-not-retransmitted segments are never linked here.
-            if !sent_after(self.rack.mstamp, seg.xmit_us, self.rack.end_seq, seq + 1) {
-                break;
-            }
-            let remaining = self.rack.rtt_us as i64 + reo_wnd - (now - seg.xmit_us as i64);
-            if remaining <= 0 {
-                self.mark_lost(seq);
-            } else {
-                reo_timeout = reo_timeout.max(remaining as u32);
-            }
-            cur = next;
-        }
-        reo_timeout
-    }
-
-    /// Linux `tcp_rack_mark_lost`.
-    fn rack_mark_lost(&mut self) -> bool {
-        if !self.rack.advanced {
-            return false;
-        }
-        self.rack.advanced = false;
-        let timeout = self.rack_detect_loss();
-        if timeout > 0 {
-            let when = usecs_to_jiffies(timeout as u64, self.hz()) + TCP_TIMEOUT_MIN_JIFFIES;
-            self.reset_xmit_timer(XmitTimer::ReoTimeout, when);
-        }
-        timeout > 0
-    }
-
-    /// Linux `tcp_rack_update_reo_wnd`.
-    fn rack_update_reo_wnd(&mut self, rs: &RateSample) {
-        if rs.prior_delivered == 0 {
-            return;
-        }
-        if seq_before(rs.prior_delivered, self.rack.last_delivered) {
-            self.rack.dsack_seen = false;
-        }
-        if self.rack.dsack_seen {
-            self.rack.reo_wnd_steps = (self.rack.reo_wnd_steps + 1).min(0xff);
-            self.rack.dsack_seen = false;
-            self.rack.last_delivered = self.sock.delivered;
-            self.rack.reo_wnd_persist = RACK_RECOVERY_THRESH;
-        } else if self.rack.reo_wnd_persist == 0 {
-            self.rack.reo_wnd_steps = 1;
-        }
-    }
-
-    /// Linux `tcp_newreno_mark_lost`.
-    fn newreno_mark_lost(&mut self, snd_una_advanced: bool) {
-        let state = self.sock.ca_state;
-        if (state < CaState::Recovery && self.sock.sacked_out >= self.sock.reordering)
-            || (state == CaState::Recovery && snd_una_advanced)
-        {
-            if self.board.is_empty() {
-                return;
-            }
-            let head = self.sock.snd_una;
-            if self.board.get(head).sacked & LOST != 0 {
-                return;
-            }
-            self.mark_lost(head);
-        }
-    }
 
     /// Linux `tcp_identify_packet_loss`.
     fn identify_packet_loss(&mut self, flag: &mut u32) {
@@ -1620,34 +1478,6 @@ impl TcpSender {
         }
     }
 
-    /// Linux `tcp_rack_reo_timeout`.
-    fn rack_reo_timeout(&mut self, out: &mut Vec<Packet>) {
-        let lost_before = self.sock.lost;
-        let prior_inflight = self.in_flight();
-        self.rack_detect_loss_and_rearm();
-        if prior_inflight != self.in_flight() {
-            if self.sock.ca_state != CaState::Recovery {
-                self.enter_recovery(false);
-                if !self.cc.has_cong_control() {
-                    let newly_lost = self.sock.lost - lost_before;
-                    self.cwnd_reduction(1, newly_lost, 0);
-                }
-            }
-            self.xmit_retransmit_queue(out);
-        }
-        if !matches!(self.xmit_timer, Some((XmitTimer::Retrans, _))) {
-            self.rearm_rto();
-        }
-    }
-
-    fn rack_detect_loss_and_rearm(&mut self) {
-        let timeout = self.rack_detect_loss();
-        if timeout > 0 {
-            let when = usecs_to_jiffies(timeout as u64, self.hz()) + TCP_TIMEOUT_MIN_JIFFIES;
-            self.reset_xmit_timer(XmitTimer::ReoTimeout, when);
-        }
-    }
-
     /// Linux `tcp_send_loss_probe`.
     fn send_loss_probe(&mut self, out: &mut Vec<Packet>) {
         self.counters.tlps += 1;
@@ -1731,16 +1561,15 @@ impl TcpSender {
             self.reset_reno_sack();
         }
         let head = self.sock.snd_una;
-        let now = self.now_us() as i64;
+        let now = self.now_us();
         for seq in self.board.iter_seqs() {
             let seg = *self.board.get(seq);
             if seq != head {
-                let remaining = self.rack.rtt_us as i64 - (now - seg.xmit_us as i64);
-                if remaining > 0 {
+                if self.rack.skb_timeout(seg.xmit_us, 0, now) > 0 {
                     continue;
                 }
             }
-            self.mark_lost(seq);
+            mark_skb_lost(&mut self.board, &mut self.sock, seq);
         }
     }
 
@@ -2055,6 +1884,29 @@ enum PushMode {
 mod testing;
 #[cfg(test)]
 mod tests;
+
+/// Linux `tcp_mark_skb_lost`: marks `seq` lost and queues it for
+/// retransmission; a retransmission lost again leaves `retrans_out`.
+fn mark_skb_lost(board: &mut Scoreboard, sock: &mut TcpSock, seq: u32) {
+    let sacked = board.get(seq).sacked;
+    if sacked & SACKED_ACKED != 0 {
+        return;
+    }
+    if sacked & LOST != 0 {
+        if sacked & SACKED_RETRANS != 0 {
+            // A retransmission lost again.
+            board.get_mut(seq).sacked &= !SACKED_RETRANS;
+            sock.retrans_out -= 1;
+            board.queue_retransmit(seq);
+        }
+    } else {
+        sock.lost_out += 1;
+        sock.lost += 1;
+        board.get_mut(seq).sacked |= LOST;
+        board.queue_retransmit(seq);
+    }
+    board.ts_unlink(seq);
+}
 
 /// Linux `tcp_skb_sent_after`: t1 later than t2, ties broken by sequence.
 fn sent_after(t1: u64, t2: u64, seq1: u32, seq2: u32) -> bool {
