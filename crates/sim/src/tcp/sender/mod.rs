@@ -22,7 +22,7 @@ use super::seqset::SeqSet;
 use super::ts_clock;
 use crate::cc::{
     AckArrival, AckSample, CaEvent, CaState, CongestionControl, PacingStatus, RateSample, TcpSock, CA_ACK_ECE,
-    CA_ACK_SLOWPATH, CA_ACK_WIN_UPDATE, INFINITE_SSTHRESH,
+    CA_ACK_SLOWPATH, CA_ACK_WIN_UPDATE,
 };
 use crate::event::TimerKind;
 use crate::packet::{AckSegment, DataSegment, Packet, Payload, SeqRange, SYN_BYTES};
@@ -31,9 +31,11 @@ use crate::units::{jiffies_at, jiffies_to_usecs, time_of_jiffy, usecs_to_jiffies
 
 mod rack;
 mod rate;
+mod recovery;
 
-use rack::{Rack, RACK_RECOVERY_THRESH};
+use rack::Rack;
 use rate::RateSampler;
+use recovery::{mark_skb_lost, Recovery};
 
 // tcp_ack() flags (Linux FLAG_*).
 const FLAG_DATA: u32 = 0x01;
@@ -124,15 +126,8 @@ pub struct TcpSender {
     syn_sent_at: Time,
     syn_attempts: u32,
 
-    // Loss recovery (Linux tcp_sock fields of the same names).
-    high_seq: u32,
-    prior_ssthresh: u32,
-    undo_marker: Option<u32>,
-    undo_retrans: i32,
-    /// TS clock of the first retransmission of the episode (0: none).
-    retrans_stamp: u32,
-    prr_delivered: u32,
-    prr_out: u32,
+    /// Loss recovery: episode bounds, undo, PRR (tcp_input.c).
+    rec: Recovery,
     frto: bool,
     tlp_high_seq: Option<u32>,
     tlp_retrans: bool,
@@ -211,13 +206,7 @@ impl TcpSender {
             syn_timer: None,
             syn_sent_at: Time::ZERO,
             syn_attempts: 0,
-            high_seq: 0,
-            prior_ssthresh: 0,
-            undo_marker: None,
-            undo_retrans: 0,
-            retrans_stamp: 0,
-            prr_delivered: 0,
-            prr_out: 0,
+            rec: Recovery::default(),
             frto: false,
             tlp_high_seq: None,
             tlp_retrans: false,
@@ -664,9 +653,9 @@ impl TcpSender {
             flag |= FLAG_DSACKING_ACK;
             self.dsack_seen(b0, st);
             // A D-SACK for already-acknowledged data: the retransmission was unnecessary.
-            if let Some(marker) = self.undo_marker {
-                if self.undo_retrans > 0 && !seq_after(b0.end, prior_snd_una) && seq_after(b0.end, marker) {
-                    self.undo_retrans -= 1;
+            if let Some(marker) = self.rec.undo_marker {
+                if self.rec.undo_retrans > 0 && !seq_after(b0.end, prior_snd_una) && seq_after(b0.end, marker) {
+                    self.rec.undo_retrans -= 1;
                 }
             }
             // D-SACK above SND.UNA: tag each segment as a duplicate.
@@ -746,9 +735,9 @@ impl TcpSender {
         let mut sacked = self.board.get(seq).sacked;
         let xmit = self.board.get(seq).xmit_us;
         if dup_sack && sacked & RETRANS != 0 {
-            if let Some(marker) = self.undo_marker {
-                if self.undo_retrans > 0 && seq_after(seq + 1, marker) {
-                    self.undo_retrans -= 1;
+            if let Some(marker) = self.rec.undo_marker {
+                if self.rec.undo_retrans > 0 && seq_after(seq + 1, marker) {
+                    self.rec.undo_retrans -= 1;
                 }
             }
             if sacked & SACKED_ACKED != 0 && seq_before(seq, st.reord) {
@@ -772,7 +761,7 @@ impl TcpSender {
                     if seq_before(seq, self.highest_sack_seq()) && seq_before(seq, st.reord) {
                         st.reord = seq;
                     }
-                    if !seq_after(seq + 1, self.high_seq) {
+                    if !seq_after(seq + 1, self.rec.high_seq) {
                         st.flag |= FLAG_ORIG_SACK_ACKED;
                     }
                     if st.first_sackt == 0 {
@@ -852,7 +841,7 @@ impl TcpSender {
                 if seq_before(seq, reord) {
                     reord = seq;
                 }
-                if !seq_after(seq + 1, self.high_seq) {
+                if !seq_after(seq + 1, self.rec.high_seq) {
                     flag |= FLAG_ORIG_SACK_ACKED;
                 }
             }
@@ -923,16 +912,7 @@ impl TcpSender {
 
     /// Linux `tcp_skb_spurious_retrans`: the echo predates this retransmission.
     fn skb_spurious_retrans(&self, sacked: u8, xmit_us: u64) -> bool {
-        sacked & RETRANS != 0 && self.tsecr_before(ts_of_us(xmit_us))
-    }
-
-    fn tsecr_before(&self, when: u32) -> bool {
-        self.rcv_tsecr != 0 && seq_before(self.rcv_tsecr, when)
-    }
-
-    /// Linux `tcp_packet_delayed`.
-    fn packet_delayed(&self) -> bool {
-        self.retrans_stamp != 0 && self.tsecr_before(self.retrans_stamp)
+        sacked & RETRANS != 0 && tsopt_ecr_before(self.rcv_tsecr, ts_of_us(xmit_us))
     }
 
     /// Linux `tcp_ack_update_rtt`.
@@ -969,419 +949,6 @@ impl TcpSender {
         self.sock.rtt_min.update(wlen, self.sock.jiffies, v);
     }
 
-    // ---- NewReno (non-SACK) duplicate-ACK accounting ----
-
-    fn add_reno_sack(&mut self, num_dupack: u32) {
-        if num_dupack == 0 {
-            return;
-        }
-        let prior = self.sock.sacked_out;
-        self.sock.sacked_out += num_dupack;
-        self.check_reno_reordering(0);
-        let delivered = self.sock.sacked_out as i64 - prior as i64;
-        if delivered > 0 {
-            self.count_delivered(delivered as u32);
-        }
-    }
-
-    fn remove_reno_sacks(&mut self, acked: u32) {
-        if acked > 0 {
-            let d = (acked as i64 - self.sock.sacked_out as i64).max(1) as u32;
-            self.count_delivered(d);
-            if acked - 1 >= self.sock.sacked_out {
-                self.sock.sacked_out = 0;
-            } else {
-                self.sock.sacked_out -= acked - 1;
-            }
-        }
-        self.check_reno_reordering(acked);
-    }
-
-    fn limit_reno_sacked(&mut self) -> bool {
-        let holes = self.sock.lost_out.max(1).min(self.sock.packets_out);
-        if self.sock.sacked_out + holes > self.sock.packets_out {
-            self.sock.sacked_out = self.sock.packets_out - holes;
-            return true;
-        }
-        false
-    }
-
-    fn check_reno_reordering(&mut self, addend: u32) {
-        if !self.limit_reno_sacked() {
-            return;
-        }
-        self.sock.reordering = (self.sock.packets_out + addend).min(MAX_REORDERING);
-        self.reord_seen += 1;
-    }
-
-    fn reset_reno_sack(&mut self) {
-        self.sock.sacked_out = 0;
-    }
-
-    // ---- Loss marking ----
-
-    /// Linux `tcp_identify_packet_loss`.
-    fn identify_packet_loss(&mut self, flag: &mut u32) {
-        if self.board.is_empty() {
-            return;
-        }
-        if self.is_reno() {
-            self.newreno_mark_lost(*flag & FLAG_SND_UNA_ADVANCED != 0);
-        } else {
-            let prior_retrans = self.sock.retrans_out;
-            self.rack_mark_lost();
-            if prior_retrans > self.sock.retrans_out {
-                *flag |= FLAG_LOST_RETRANS;
-            }
-        }
-    }
-
-    // ---- Undo ----
-
-    fn init_undo(&mut self) {
-        self.undo_marker = Some(self.sock.snd_una);
-        self.undo_retrans = if self.sock.retrans_out > 0 { self.sock.retrans_out as i32 } else { -1 };
-    }
-
-    fn may_undo(&self) -> bool {
-        self.undo_marker.is_some() && (self.undo_retrans == 0 || self.packet_delayed())
-    }
-
-    /// Linux `tcp_undo_cwnd_reduction`.
-    fn undo_cwnd_reduction(&mut self, unmark_loss: bool) {
-        if unmark_loss {
-            for seq in self.board.iter_seqs() {
-                self.board.get_mut(seq).sacked &= !LOST;
-            }
-            self.sock.lost_out = 0;
-            self.board.clear_retransmit_queue();
-            self.relink_unsacked();
-        }
-        if self.prior_ssthresh != 0 {
-            self.sock.cwnd = self.cc.undo_cwnd(&mut self.sock).max(1);
-            if self.prior_ssthresh > self.sock.ssthresh {
-                self.sock.ssthresh = self.prior_ssthresh;
-                // tcp_ecn_withdraw_cwr: the reduction is undone, no CWR to send.
-                self.queue_cwr = false;
-            }
-        }
-        self.sock.cwnd_stamp = self.sock.jiffies;
-        self.undo_marker = None;
-        self.rack.advanced = true;
-        self.counters.undos += 1;
-    }
-
-    /// After unmarking losses, segments in flight rejoin the time-ordered list.
-    fn relink_unsacked(&mut self) {
-        let mut v: Vec<(u64, u32)> = self
-            .board
-            .iter_seqs()
-            .filter(|&s| self.board.get(s).sacked & SACKED_ACKED == 0)
-            .map(|s| (self.board.get(s).xmit_us, s))
-            .collect();
-        v.sort_unstable();
-        for (_, s) in v {
-            self.board.ts_append(s);
-        }
-    }
-
-    fn try_undo_recovery(&mut self) -> bool {
-        if self.may_undo() {
-            self.undo_cwnd_reduction(false);
-        } else if self.rack.reo_wnd_persist > 0 {
-            self.rack.reo_wnd_persist -= 1;
-        }
-        if self.sock.snd_una == self.high_seq && self.is_reno() {
-            // NewReno holds the state until data above high_seq is acknowledged.
-            if !self.any_retrans_done() {
-                self.retrans_stamp = 0;
-            }
-            return true;
-        }
-        self.set_ca_state(CaState::Open);
-        self.is_sack_reneg = false;
-        false
-    }
-
-    fn try_undo_dsack(&mut self) -> bool {
-        if self.undo_marker.is_some() && self.undo_retrans == 0 {
-            self.rack.reo_wnd_persist = (self.rack.reo_wnd_persist + 1).min(RACK_RECOVERY_THRESH);
-            self.undo_cwnd_reduction(false);
-            return true;
-        }
-        false
-    }
-
-    fn try_undo_loss(&mut self, frto_undo: bool) -> bool {
-        if frto_undo || self.may_undo() {
-            self.undo_cwnd_reduction(true);
-            self.retransmits = 0;
-            if frto_undo || self.is_sack() {
-                self.set_ca_state(CaState::Open);
-                self.is_sack_reneg = false;
-            }
-            return true;
-        }
-        false
-    }
-
-    fn try_undo_partial(&mut self, prior_snd_una: u32) -> bool {
-        if self.undo_marker.is_some() && self.packet_delayed() {
-            self.check_sack_reordering(prior_snd_una, true);
-            if self.sock.retrans_out > 0 {
-                return true;
-            }
-            if !self.any_retrans_done() {
-                self.retrans_stamp = 0;
-            }
-            self.undo_cwnd_reduction(true);
-            self.try_keep_open();
-            return true;
-        }
-        false
-    }
-
-    // ---- Cwnd reduction (PRR, RFC 6937) ----
-
-    fn init_cwnd_reduction(&mut self) {
-        self.high_seq = self.sock.snd_nxt;
-        self.tlp_high_seq = None;
-        self.sock.cwnd_cnt = 0;
-        self.sock.prior_cwnd = self.sock.cwnd;
-        self.prr_delivered = 0;
-        self.prr_out = 0;
-        self.sock.ssthresh = self.cc.ssthresh(&mut self.sock);
-        if self.ecn_ok {
-            self.queue_cwr = true;
-        }
-    }
-
-    /// Linux `tcp_cwnd_reduction` (current mainline PRR).
-    fn cwnd_reduction(&mut self, newly_acked_sacked: u32, newly_lost: u32, flag: u32) {
-        if newly_acked_sacked == 0 || self.sock.prior_cwnd == 0 {
-            return;
-        }
-        let delta = self.sock.ssthresh as i64 - self.in_flight() as i64;
-        self.prr_delivered += newly_acked_sacked;
-        let mut sndcnt: i64;
-        if delta < 0 {
-            let dividend = self.sock.ssthresh as u64 * self.prr_delivered as u64 + self.sock.prior_cwnd as u64 - 1;
-            sndcnt = (dividend / self.sock.prior_cwnd as u64) as i64 - self.prr_out as i64;
-        } else {
-            sndcnt = (self.prr_delivered as i64 - self.prr_out as i64).max(newly_acked_sacked as i64);
-            if flag & FLAG_SND_UNA_ADVANCED != 0 && newly_lost == 0 {
-                sndcnt += 1;
-            }
-            sndcnt = sndcnt.min(delta);
-        }
-        sndcnt = sndcnt.max(if self.prr_out > 0 { 0 } else { 1 });
-        self.sock.cwnd = (self.in_flight() as i64 + sndcnt).max(1) as u32;
-    }
-
-    fn end_cwnd_reduction(&mut self) {
-        if self.cc.has_cong_control() {
-            return;
-        }
-        if self.sock.ssthresh < INFINITE_SSTHRESH
-            && (self.sock.ca_state == CaState::Cwr || self.undo_marker.is_some())
-        {
-            self.sock.cwnd = self.sock.ssthresh.max(1);
-            self.sock.cwnd_stamp = self.sock.jiffies;
-        }
-        self.ca_event(CaEvent::CompleteCwr);
-    }
-
-    fn enter_cwr(&mut self) {
-        self.prior_ssthresh = 0;
-        if self.sock.ca_state < CaState::Cwr {
-            self.undo_marker = None;
-            self.init_cwnd_reduction();
-            self.set_ca_state(CaState::Cwr);
-        }
-    }
-
-    fn try_keep_open(&mut self) {
-        let state = if self.left_out() > 0 || self.any_retrans_done() { CaState::Disorder } else { CaState::Open };
-        if self.sock.ca_state != state {
-            self.set_ca_state(state);
-            self.high_seq = self.sock.snd_nxt;
-        }
-    }
-
-    fn try_to_open(&mut self, flag: u32) {
-        if !self.any_retrans_done() {
-            self.retrans_stamp = 0;
-        }
-        if flag & FLAG_ECE != 0 {
-            self.enter_cwr();
-        }
-        if self.sock.ca_state != CaState::Cwr {
-            self.try_keep_open();
-        }
-    }
-
-    fn enter_recovery(&mut self, ece_ack: bool) {
-        self.counters.recoveries += 1;
-        self.prior_ssthresh = 0;
-        self.init_undo();
-        if !self.in_cwnd_reduction() {
-            if !ece_ack {
-                self.prior_ssthresh = self.current_ssthresh();
-            }
-            self.init_cwnd_reduction();
-        }
-        self.set_ca_state(CaState::Recovery);
-    }
-
-    fn time_to_recover(&self) -> bool {
-        if self.sock.lost_out > 0 {
-            return true;
-        }
-        // Without RACK (non-SACK), the classic dupthresh rule.
-        self.is_reno() && self.sock.sacked_out + 1 > self.sock.reordering
-    }
-
-    // ---- The state machine (tcp_fastretrans_alert) ----
-
-    fn fastretrans_alert(&mut self, prior_snd_una: u32, num_dupack: u32, flag: &mut u32, rexmit: &mut Rexmit) {
-        let ece_ack = *flag & FLAG_ECE != 0;
-        if self.sock.packets_out == 0 && self.sock.sacked_out > 0 {
-            self.sock.sacked_out = 0;
-        }
-        if ece_ack {
-            self.prior_ssthresh = 0;
-        }
-
-        // D. Exit conditions.
-        if self.sock.ca_state == CaState::Open {
-            self.retrans_stamp = 0;
-        } else if !seq_before(self.sock.snd_una, self.high_seq) {
-            match self.sock.ca_state {
-                CaState::Cwr => {
-                    if self.sock.snd_una != self.high_seq {
-                        self.end_cwnd_reduction();
-                        self.set_ca_state(CaState::Open);
-                    }
-                }
-                CaState::Recovery => {
-                    if self.is_reno() {
-                        self.reset_reno_sack();
-                    }
-                    if self.try_undo_recovery() {
-                        return;
-                    }
-                    self.end_cwnd_reduction();
-                }
-                _ => {}
-            }
-        }
-
-        // E. Process the state.
-        let mut fall_through = false;
-        match self.sock.ca_state {
-            CaState::Recovery => {
-                if *flag & FLAG_SND_UNA_ADVANCED == 0 {
-                    if self.is_reno() {
-                        self.add_reno_sack(num_dupack);
-                    }
-                } else if self.try_undo_partial(prior_snd_una) {
-                    return;
-                }
-                if self.try_undo_dsack() {
-                    self.try_keep_open();
-                    return;
-                }
-                self.identify_packet_loss(flag);
-            }
-            CaState::Loss => {
-                self.process_loss(*flag, num_dupack, rexmit);
-                self.identify_packet_loss(flag);
-                if !(self.sock.ca_state == CaState::Open || *flag & FLAG_LOST_RETRANS != 0) {
-                    return;
-                }
-                fall_through = true;
-            }
-            _ => fall_through = true,
-        }
-        if fall_through {
-            if self.is_reno() {
-                if *flag & FLAG_SND_UNA_ADVANCED != 0 {
-                    self.reset_reno_sack();
-                }
-                self.add_reno_sack(num_dupack);
-            }
-            if self.sock.ca_state <= CaState::Disorder {
-                self.try_undo_dsack();
-            }
-            self.identify_packet_loss(flag);
-            if !self.time_to_recover() {
-                self.try_to_open(*flag);
-                return;
-            }
-            self.enter_recovery(ece_ack);
-        }
-        *rexmit = Rexmit::Lost;
-    }
-
-    /// Linux `tcp_process_loss` (RTO recovery with F-RTO).
-    fn process_loss(&mut self, flag: u32, num_dupack: u32, rexmit: &mut Rexmit) {
-        let recovered = !seq_before(self.sock.snd_una, self.high_seq);
-        if flag & FLAG_SND_UNA_ADVANCED != 0 && self.try_undo_loss(false) {
-            return;
-        }
-        if self.frto {
-            if flag & FLAG_ORIG_SACK_ACKED != 0 && self.try_undo_loss(true) {
-                return;
-            }
-            if seq_after(self.sock.snd_nxt, self.high_seq) {
-                if flag & FLAG_DATA_SACKED != 0 || num_dupack > 0 {
-                    self.frto = false;
-                }
-            } else if flag & FLAG_SND_UNA_ADVANCED != 0 && !recovered {
-                self.high_seq = self.sock.snd_nxt;
-                // F-RTO step 2.b: send new data rather than retransmit.
-                if self.has_new_data() && seq_after(self.snd_wnd_end, self.sock.snd_nxt) {
-                    *rexmit = Rexmit::New;
-                    return;
-                }
-                self.frto = false;
-            }
-        }
-        if recovered {
-            self.try_undo_recovery();
-            return;
-        }
-        if self.is_reno() {
-            if seq_after(self.sock.snd_nxt, self.high_seq) && num_dupack > 0 {
-                self.add_reno_sack(num_dupack);
-            } else if flag & FLAG_SND_UNA_ADVANCED != 0 {
-                self.reset_reno_sack();
-            }
-        }
-        *rexmit = Rexmit::Lost;
-    }
-
-    /// Linux `tcp_process_tlp_ack`.
-    fn process_tlp_ack(&mut self, ack: u32, flag: u32) {
-        let Some(tlp_high) = self.tlp_high_seq else { return };
-        if seq_before(ack, tlp_high) {
-            return;
-        }
-        if !self.tlp_retrans {
-            self.tlp_high_seq = None;
-        } else if flag & FLAG_DSACK_TLP != 0 {
-            self.tlp_high_seq = None;
-        } else if seq_after(ack, tlp_high) {
-            // The probe repaired a loss: reduce cwnd once.
-            self.init_cwnd_reduction();
-            self.set_ca_state(CaState::Cwr);
-            self.end_cwnd_reduction();
-            self.try_keep_open();
-        } else if flag & (FLAG_SND_UNA_ADVANCED | FLAG_NOT_DUP | FLAG_DATA_SACKED) == 0 {
-            self.tlp_high_seq = None;
-        }
-    }
-
     // ---- Congestion control hook (tcp_cong_control) ----
 
     fn cong_control(&mut self, ack: u32, acked_sacked: u32, flag: u32, rs: &RateSample) {
@@ -1391,7 +958,7 @@ impl TcpSender {
             return;
         }
         if self.in_cwnd_reduction() {
-            self.cwnd_reduction(acked_sacked, rs.losses, flag);
+            self.rec.cwnd_reduction(&mut self.sock, acked_sacked, rs.losses, flag);
         } else if self.may_raise_cwnd(flag) {
             self.cc.cong_avoid(&mut self.sock, ack, acked_sacked);
             self.sock.cwnd = self.sock.cwnd.max(1);
@@ -1531,14 +1098,14 @@ impl TcpSender {
         let new_recovery = self.sock.ca_state < CaState::Recovery;
         self.timeout_mark_lost();
         if self.sock.ca_state <= CaState::Disorder
-            || !seq_after(self.high_seq, self.sock.snd_una)
+            || !seq_after(self.rec.high_seq, self.sock.snd_una)
             || (self.sock.ca_state == CaState::Loss && self.retransmits == 0)
         {
-            self.prior_ssthresh = self.current_ssthresh();
+            self.rec.prior_ssthresh = self.current_ssthresh();
             self.sock.prior_cwnd = self.sock.cwnd;
             self.sock.ssthresh = self.cc.ssthresh(&mut self.sock);
             self.ca_event(CaEvent::Loss);
-            self.init_undo();
+            self.rec.init_undo(self.sock.snd_una, self.sock.retrans_out);
         }
         self.sock.cwnd = self.in_flight() + 1;
         self.sock.cwnd_cnt = 0;
@@ -1547,7 +1114,7 @@ impl TcpSender {
             self.sock.reordering = self.sock.reordering.min(SYSCTL_REORDERING);
         }
         self.set_ca_state(CaState::Loss);
-        self.high_seq = self.sock.snd_nxt;
+        self.rec.high_seq = self.sock.snd_nxt;
         self.tlp_high_seq = None;
         if self.ecn_ok {
             self.queue_cwr = true;
@@ -1581,7 +1148,7 @@ impl TcpSender {
         }
         if rexmit == Rexmit::New {
             self.write_xmit(out, PushMode::Normal);
-            if seq_after(self.sock.snd_nxt, self.high_seq) {
+            if seq_after(self.sock.snd_nxt, self.rec.high_seq) {
                 return;
             }
             self.frto = false;
@@ -1608,7 +1175,7 @@ impl TcpSender {
             let Some(seq) = self.board.next_retransmit() else { break };
             self.retransmit_one(seq, out);
             if self.in_cwnd_reduction() {
-                self.prr_out += 1;
+                self.rec.prr_out += 1;
             }
             if seq == self.sock.snd_una && !matches!(self.xmit_timer, Some((XmitTimer::ReoTimeout, _))) {
                 rearm = true;
@@ -1641,13 +1208,13 @@ impl TcpSender {
         self.board.ts_append(seq);
         let in_flight = self.in_flight();
         self.rate.skb_sent(&mut self.sock, self.board.get_mut(seq), in_flight);
-        if self.retrans_stamp == 0 {
-            self.retrans_stamp = ts_clock(self.sock.now);
+        if self.rec.retrans_stamp == 0 {
+            self.rec.retrans_stamp = ts_clock(self.sock.now);
         }
-        if self.undo_retrans < 0 {
-            self.undo_retrans = 0;
+        if self.rec.undo_retrans < 0 {
+            self.rec.undo_retrans = 0;
         }
-        self.undo_retrans += 1;
+        self.rec.undo_retrans += 1;
         self.total_retrans += 1;
         self.counters.retransmissions += 1;
         self.emit(seq, true, out);
@@ -1756,7 +1323,7 @@ impl TcpSender {
         is_cwnd_limited |= self.in_flight() >= self.sock.cwnd;
         if sent > 0 {
             if self.in_cwnd_reduction() {
-                self.prr_out += sent;
+                self.rec.prr_out += sent;
             }
             if mode != PushMode::Probe {
                 self.schedule_loss_probe(false);
@@ -1885,27 +1452,10 @@ mod testing;
 #[cfg(test)]
 mod tests;
 
-/// Linux `tcp_mark_skb_lost`: marks `seq` lost and queues it for
-/// retransmission; a retransmission lost again leaves `retrans_out`.
-fn mark_skb_lost(board: &mut Scoreboard, sock: &mut TcpSock, seq: u32) {
-    let sacked = board.get(seq).sacked;
-    if sacked & SACKED_ACKED != 0 {
-        return;
-    }
-    if sacked & LOST != 0 {
-        if sacked & SACKED_RETRANS != 0 {
-            // A retransmission lost again.
-            board.get_mut(seq).sacked &= !SACKED_RETRANS;
-            sock.retrans_out -= 1;
-            board.queue_retransmit(seq);
-        }
-    } else {
-        sock.lost_out += 1;
-        sock.lost += 1;
-        board.get_mut(seq).sacked |= LOST;
-        board.queue_retransmit(seq);
-    }
-    board.ts_unlink(seq);
+/// Linux `tcp_tsopt_ecr_before`: the peer echoed a timestamp older than `when`
+/// (an echo of 0 means none).
+fn tsopt_ecr_before(rcv_tsecr: u32, when: u32) -> bool {
+    rcv_tsecr != 0 && seq_before(rcv_tsecr, when)
 }
 
 /// Linux `tcp_skb_sent_after`: t1 later than t2, ties broken by sequence.

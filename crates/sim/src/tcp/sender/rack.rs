@@ -181,7 +181,7 @@ impl TcpSender {
                 self.enter_recovery(false);
                 if !self.cc.has_cong_control() {
                     let newly_lost = self.sock.lost - lost_before;
-                    self.cwnd_reduction(1, newly_lost, 0);
+                    self.rec.cwnd_reduction(&mut self.sock, 1, newly_lost, 0);
                 }
             }
             self.xmit_retransmit_queue(out);
