@@ -27,15 +27,17 @@ use crate::cc::{
 use crate::event::TimerKind;
 use crate::packet::{AckSegment, DataSegment, Packet, Payload, SeqRange, SYN_BYTES};
 use crate::records::FlowCounters;
-use crate::units::{jiffies_at, jiffies_to_usecs, time_of_jiffy, usecs_to_jiffies, Dur, Time, NS_PER_SEC};
+use crate::units::{jiffies_at, jiffies_to_usecs, Dur, Time, NS_PER_SEC};
 
 mod rack;
 mod rate;
 mod recovery;
+mod timer;
 
 use rack::Rack;
 use rate::RateSampler;
 use recovery::{mark_skb_lost, Recovery};
+use timer::XmitTimer;
 
 // tcp_ack() flags (Linux FLAG_*).
 const FLAG_DATA: u32 = 0x01;
@@ -57,8 +59,6 @@ const FLAG_NOT_DUP: u32 = FLAG_DATA | FLAG_WIN_UPDATE | FLAG_ACKED;
 const FLAG_CA_ALERT: u32 = FLAG_DATA_SACKED | FLAG_ECE | FLAG_DSACKING_ACK;
 const FLAG_FORWARD_PROGRESS: u32 = FLAG_ACKED | FLAG_DATA_SACKED;
 
-/// Linux TCP_TIMEOUT_MIN_US: added to the TLP timeout when more than one packet is out.
-const TCP_TIMEOUT_MIN_US: u64 = 2000;
 /// Linux sysctl_tcp_max_reordering.
 const MAX_REORDERING: u32 = 300;
 /// Linux sysctl_tcp_reordering.
@@ -70,14 +70,6 @@ const PACING_SS_RATIO: u64 = 200;
 const PACING_CA_RATIO: u64 = 120;
 /// Linux TCP_MAX_QUICKACKS is used by the receiver; the SYN retries here.
 const SYN_RETRIES_MAX: u32 = 6;
-
-/// Which of the shared retransmission-timer uses is armed (Linux `icsk_pending`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum XmitTimer {
-    Retrans,
-    ReoTimeout,
-    LossProbe,
-}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Rexmit {
@@ -338,17 +330,6 @@ impl TcpSender {
 
     pub fn srtt_us(&self) -> u32 {
         self.rtt.srtt_us()
-    }
-
-    /// Jiffies-quantised deadline `when` jiffies from now.
-    fn jiffies_deadline(&self, when: u64) -> Time {
-        let now_j = jiffies_at(self.sock.now, self.cfg.hz) as u64;
-        time_of_jiffy(now_j + when.max(1), self.cfg.hz)
-    }
-
-    fn reset_xmit_timer(&mut self, what: XmitTimer, when_jiffies: u64) {
-        let when = when_jiffies.min(usecs_to_jiffies(super::rtt::RTO_MAX_US, self.hz()));
-        self.xmit_timer = Some((what, self.jiffies_deadline(when)));
     }
 
     // ------------------------------------------------------------------
@@ -980,164 +961,6 @@ impl TcpSender {
             rate /= self.sock.srtt_us8 as u64;
         }
         self.sock.pacing_rate = rate.min(self.sock.max_pacing_rate);
-    }
-
-    // ---- Timers ----
-
-    /// Linux `tcp_rearm_rto`.
-    fn rearm_rto(&mut self) {
-        if self.sock.packets_out == 0 {
-            if matches!(self.xmit_timer, Some((XmitTimer::Retrans, _))) || self.xmit_timer.is_some() {
-                self.xmit_timer = None;
-            }
-            return;
-        }
-        let mut rto = self.rto_jiffies;
-        if matches!(self.xmit_timer, Some((XmitTimer::ReoTimeout | XmitTimer::LossProbe, _))) {
-            let delta_us = self.rto_delta_us().max(1) as u64;
-            rto = usecs_to_jiffies(delta_us, self.hz());
-        }
-        self.reset_xmit_timer(XmitTimer::Retrans, rto);
-    }
-
-    /// Linux `tcp_rto_delta_us`: time left until the RTO of the head segment.
-    fn rto_delta_us(&self) -> i64 {
-        let rto_us = jiffies_to_usecs(self.rto_jiffies, self.hz()) as i64;
-        if self.board.is_empty() {
-            return rto_us;
-        }
-        let head = self.board.get(self.sock.snd_una).xmit_us as i64;
-        head + rto_us - self.now_us() as i64
-    }
-
-    /// Linux `tcp_schedule_loss_probe`.
-    fn schedule_loss_probe(&mut self, advancing_rto: bool) -> bool {
-        if !self.cfg.tlp
-            || self.sock.packets_out == 0
-            || !self.is_sack()
-            || !matches!(self.sock.ca_state, CaState::Open | CaState::Cwr)
-        {
-            return false;
-        }
-        let mut timeout = if self.rtt.has_sample() {
-            let mut t_us = (self.rtt.srtt_us8 >> 2) as u64;
-            if self.sock.packets_out == 1 {
-                t_us += self.cfg.rto_min_us as u64;
-            } else {
-                t_us += TCP_TIMEOUT_MIN_US;
-            }
-            usecs_to_jiffies(t_us, self.hz())
-        } else {
-            initial_rto_jiffies(self.hz())
-        };
-        let rto_delta_us =
-            if advancing_rto { jiffies_to_usecs(self.rto_jiffies, self.hz()) as i64 } else { self.rto_delta_us() };
-        if rto_delta_us > 0 {
-            timeout = timeout.min(usecs_to_jiffies(rto_delta_us as u64, self.hz()));
-        }
-        self.reset_xmit_timer(XmitTimer::LossProbe, timeout);
-        true
-    }
-
-    fn set_xmit_timer(&mut self) {
-        if !self.schedule_loss_probe(true) {
-            self.rearm_rto();
-        }
-    }
-
-    /// Linux `tcp_send_loss_probe`.
-    fn send_loss_probe(&mut self, out: &mut Vec<Packet>) {
-        self.counters.tlps += 1;
-        if self.tlp_high_seq.is_none() {
-            self.tlp_retrans = false;
-            let mut probe_sent = false;
-            if self.has_new_data() && seq_before(self.sock.snd_nxt, self.snd_wnd_end) {
-                let before = self.sock.packets_out;
-                self.write_xmit(out, PushMode::Probe);
-                probe_sent = self.sock.packets_out > before;
-            }
-            if !probe_sent && !self.board.is_empty() {
-                let last = self.sock.snd_nxt - 1;
-                let s = self.board.get(last).sacked;
-                if s & SACKED_ACKED == 0 {
-                    self.retransmit_one(last, out);
-                    self.tlp_retrans = true;
-                    probe_sent = true;
-                }
-            }
-            if probe_sent {
-                self.tlp_high_seq = Some(self.sock.snd_nxt);
-                // Rearm from now.
-                self.xmit_timer = None;
-            } else {
-                self.counters.tlps -= 1;
-            }
-        } else {
-            self.counters.tlps -= 1;
-        }
-        self.rearm_rto();
-    }
-
-    /// Linux `tcp_retransmit_timer` (RTO expiry).
-    fn retransmit_timer(&mut self, out: &mut Vec<Packet>) {
-        if self.sock.packets_out == 0 {
-            return;
-        }
-        self.counters.rtos += 1;
-        self.enter_loss();
-        self.retransmits += 1;
-        let head = self.sock.snd_una;
-        self.retransmit_one(head, out);
-        // Exponential backoff.
-        self.rto_jiffies = (self.rto_jiffies << 1).min(usecs_to_jiffies(super::rtt::RTO_MAX_US, self.hz()));
-        self.reset_xmit_timer(XmitTimer::Retrans, self.rto_jiffies);
-    }
-
-    /// Linux `tcp_enter_loss`.
-    fn enter_loss(&mut self) {
-        let new_recovery = self.sock.ca_state < CaState::Recovery;
-        self.timeout_mark_lost();
-        if self.sock.ca_state <= CaState::Disorder
-            || !seq_after(self.rec.high_seq, self.sock.snd_una)
-            || (self.sock.ca_state == CaState::Loss && self.retransmits == 0)
-        {
-            self.rec.prior_ssthresh = self.current_ssthresh();
-            self.sock.prior_cwnd = self.sock.cwnd;
-            self.sock.ssthresh = self.cc.ssthresh(&mut self.sock);
-            self.ca_event(CaEvent::Loss);
-            self.rec.init_undo(self.sock.snd_una, self.sock.retrans_out);
-        }
-        self.sock.cwnd = self.in_flight() + 1;
-        self.sock.cwnd_cnt = 0;
-        self.sock.cwnd_stamp = self.sock.jiffies;
-        if self.sock.ca_state <= CaState::Disorder && self.sock.sacked_out >= SYSCTL_REORDERING {
-            self.sock.reordering = self.sock.reordering.min(SYSCTL_REORDERING);
-        }
-        self.set_ca_state(CaState::Loss);
-        self.rec.high_seq = self.sock.snd_nxt;
-        self.tlp_high_seq = None;
-        if self.ecn_ok {
-            self.queue_cwr = true;
-        }
-        self.frto = self.cfg.frto && (new_recovery || self.retransmits > 0);
-    }
-
-    /// Linux `tcp_timeout_mark_lost`.
-    fn timeout_mark_lost(&mut self) {
-        if self.is_reno() {
-            self.reset_reno_sack();
-        }
-        let head = self.sock.snd_una;
-        let now = self.now_us();
-        for seq in self.board.iter_seqs() {
-            let seg = *self.board.get(seq);
-            if seq != head {
-                if self.rack.skb_timeout(seg.xmit_us, 0, now) > 0 {
-                    continue;
-                }
-            }
-            mark_skb_lost(&mut self.board, &mut self.sock, seq);
-        }
     }
 
     // ---- Transmission ----
