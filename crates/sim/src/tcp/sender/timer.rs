@@ -10,7 +10,8 @@
 
 use super::super::rtt::{initial_rto_jiffies, seq_after, seq_before, RTO_MAX_US};
 use super::super::scoreboard::SACKED_ACKED;
-use super::{mark_skb_lost, PushMode, TcpSender, SYSCTL_REORDERING};
+use super::output::PushMode;
+use super::{mark_skb_lost, TcpSender, SYSCTL_REORDERING};
 use crate::cc::{CaEvent, CaState};
 use crate::packet::Packet;
 use crate::units::{jiffies_at, jiffies_to_usecs, time_of_jiffy, usecs_to_jiffies, Time};
