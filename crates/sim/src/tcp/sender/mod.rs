@@ -1,19 +1,28 @@
 //! The data sender of one connection, following Linux's structure so that each
-//! mechanism can be checked against its kernel counterpart:
+//! mechanism can be checked against its kernel counterpart by name. The files
+//! follow Linux's:
 //!
-//! * `on_ack` is `tcp_ack`: SACK tagging (`tcp_sacktag_write_queue`), cleaning
-//!   the retransmission queue with RTT sampling (`tcp_clean_rtx_queue`), the
-//!   loss-recovery state machine (`tcp_fastretrans_alert`), delivery-rate
-//!   sampling (`tcp_rate_gen`) and `tcp_cong_control` (PRR or the CCA);
-//! * loss detection is RACK (RFC 8985, `tcp_recovery.c`) with SACK, NewReno head
-//!   marking without it; tail loss probes and RTO (with F-RTO) share one timer
-//!   as in Linux (`icsk_pending`);
-//! * undo of spurious reductions by D-SACK, timestamps (Eifel) and F-RTO;
-//! * transmission is `tcp_write_xmit` / `tcp_xmit_retransmit_queue`, with
-//!   optional internal pacing.
+//! * here, the ACK path of `tcp_input.c`: `on_ack` is `tcp_ack`, with SACK
+//!   tagging (`tcp_sacktag_write_queue`, D-SACK detection), cleaning the
+//!   retransmission queue with RTT sampling (`tcp_clean_rtx_queue`,
+//!   `tcp_ack_update_rtt`) and `tcp_cong_control` (PRR or the CCA); also the
+//!   handshake and the packet and timer entry points;
+//! * `recovery.rs`, the recovery half of `tcp_input.c`: the state machine
+//!   `tcp_fastretrans_alert`, PRR, undo of spurious reductions by D-SACK,
+//!   timestamps (Eifel) and F-RTO, NewReno's dupack accounting;
+//! * `rack.rs`, `tcp_recovery.c`: RACK loss detection (RFC 8985) with SACK,
+//!   NewReno head marking without it;
+//! * `timer.rs`, `tcp_timer.c`: RTO, tail loss probe and RACK's reordering
+//!   timeout sharing one timer as in Linux (`icsk_pending`), `tcp_enter_loss`;
+//! * `output.rs`, `tcp_output.c`: `tcp_write_xmit`, `tcp_xmit_retransmit_queue`,
+//!   internal pacing, cwnd validation;
+//! * `rate.rs`, `tcp_rate.c`: delivery-rate sampling.
 //!
-//! Per-ACK work is proportional to the segments the ACK newly acknowledges or
-//! SACKs, never to the window.
+//! `Rack`, `Recovery` and `RateSampler` own their state and are handed the
+//! socket and the scoreboard they need; the sender's methods in the other files
+//! call one another across files as Linux's functions do. Per-ACK work is
+//! proportional to the segments the ACK newly acknowledges or SACKs, never to
+//! the window.
 
 use super::config::TcpConfig;
 use super::rtt::{initial_rto_jiffies, seq_after, seq_before, RttEstimator};
@@ -70,9 +79,11 @@ const MIN_RTT_WLEN_SECS: u32 = 300;
 /// Linux sysctl_tcp_pacing_ss_ratio / ca_ratio (percent).
 const PACING_SS_RATIO: u64 = 200;
 const PACING_CA_RATIO: u64 = 120;
-/// Linux TCP_MAX_QUICKACKS is used by the receiver; the SYN retries here.
+/// SYN retransmissions before the sender gives up (Linux
+/// net.ipv4.tcp_syn_retries, default TCP_SYN_RETRIES = 6).
 const SYN_RETRIES_MAX: u32 = 6;
 
+/// What `tcp_fastretrans_alert` asks `tcp_xmit_recovery` to send (Linux REXMIT_*).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Rexmit {
     None,
@@ -122,13 +133,22 @@ pub struct TcpSender {
 
     /// Loss recovery: episode bounds, undo, PRR (tcp_input.c).
     rec: Recovery,
+    /// F-RTO is probing whether the last RTO was spurious (Linux `tp->frto`).
     frto: bool,
+    /// SND.NXT when a loss probe was sent; the probe episode lasts until an
+    /// ACK reaches it (Linux `tlp_high_seq`, 0 meaning none).
     tlp_high_seq: Option<u32>,
+    /// The probe was a retransmission, not new data.
     tlp_retrans: bool,
+    /// RACK loss detection (tcp_recovery.c).
     rack: Rack,
+    /// Reorderings seen (Linux `reord_seen`).
     reord_seen: u32,
+    /// Segments retransmitted and segments reported by D-SACKs, in total: more
+    /// D-SACKs than retransmissions are not the sender's doing.
     total_retrans: u64,
     dsack_dups: u64,
+    /// SACK reneging seen in this episode (Linux `is_sack_reneg`).
     is_sack_reneg: bool,
 
     /// Latest timestamp echo from the peer.
@@ -237,34 +257,42 @@ impl TcpSender {
         self.sock.jiffies = jiffies_at(now, self.cfg.hz);
     }
 
+    #[inline]
     fn hz(&self) -> u32 {
         self.cfg.hz
     }
 
+    #[inline]
     fn now_us(&self) -> u64 {
         self.sock.mstamp_us
     }
 
+    #[inline]
     fn is_sack(&self) -> bool {
         self.cfg.sack
     }
 
+    #[inline]
     fn is_reno(&self) -> bool {
         !self.cfg.sack
     }
 
+    #[inline]
     fn in_cwnd_reduction(&self) -> bool {
         matches!(self.sock.ca_state, CaState::Cwr | CaState::Recovery)
     }
 
+    #[inline]
     fn left_out(&self) -> u32 {
         self.sock.sacked_out + self.sock.lost_out
     }
 
+    #[inline]
     fn in_flight(&self) -> u32 {
         self.sock.packets_in_flight()
     }
 
+    #[inline]
     fn seg_payload(&self, seq: u32) -> u32 {
         match self.app_segments {
             Some(n) if seq + 1 == n => self.tail_payload,
@@ -281,6 +309,7 @@ impl TcpSender {
     }
 
     /// Linux `tcp_current_ssthresh`.
+    #[inline]
     fn current_ssthresh(&self) -> u32 {
         if self.in_cwnd_reduction() {
             self.sock.ssthresh
@@ -307,6 +336,7 @@ impl TcpSender {
     }
 
     /// Whether the application has a segment ready beyond SND.NXT.
+    #[inline]
     fn has_new_data(&self) -> bool {
         if self.app_stopped {
             return false;
@@ -412,12 +442,10 @@ impl TcpSender {
         self.tick(now);
         match pkt.payload {
             Payload::SynAck { tsecr } => self.on_synack(tsecr, out),
-            Payload::Ack(ref a) => {
-                if self.state == ConnState::Established {
-                    self.on_ack(a, out);
-                    self.write_xmit(out, PushMode::Normal);
-                    self.check_done();
-                }
+            Payload::Ack(ref a) if self.state == ConnState::Established => {
+                self.on_ack(a, out);
+                self.write_xmit(out, PushMode::Normal);
+                self.check_done();
             }
             _ => {}
         }
@@ -426,26 +454,22 @@ impl TcpSender {
     pub fn on_timer(&mut self, now: Time, kind: TimerKind, out: &mut Vec<Packet>) {
         self.tick(now);
         match kind {
-            TimerKind::Syn => {
-                if self.state == ConnState::SynSent && self.syn_timer.is_some_and(|t| t <= now) {
-                    self.syn_timer = None;
-                    if self.syn_attempts < SYN_RETRIES_MAX {
-                        self.syn_attempts += 1;
-                        self.counters.syn_retransmissions += 1;
-                        self.send_syn(out);
-                    }
+            TimerKind::Syn if self.state == ConnState::SynSent && self.syn_timer.is_some_and(|t| t <= now) => {
+                self.syn_timer = None;
+                if self.syn_attempts < SYN_RETRIES_MAX {
+                    self.syn_attempts += 1;
+                    self.counters.syn_retransmissions += 1;
+                    self.send_syn(out);
                 }
             }
-            TimerKind::Pacing => {
-                if self.pacing_timer.is_some_and(|t| t <= now) {
-                    self.pacing_timer = None;
-                    if self.state == ConnState::Established {
-                        // The pacing tasklet: retransmissions first, then new data.
-                        if self.sock.lost_out > self.sock.retrans_out {
-                            self.xmit_retransmit_queue(out);
-                        }
-                        self.write_xmit(out, PushMode::Normal);
+            TimerKind::Pacing if self.pacing_timer.is_some_and(|t| t <= now) => {
+                self.pacing_timer = None;
+                if self.state == ConnState::Established {
+                    // The pacing tasklet: retransmissions first, then new data.
+                    if self.sock.lost_out > self.sock.retrans_out {
+                        self.xmit_retransmit_queue(out);
                     }
+                    self.write_xmit(out, PushMode::Normal);
                 }
             }
             TimerKind::Xmit => {

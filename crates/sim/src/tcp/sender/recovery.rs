@@ -144,7 +144,8 @@ impl TcpSender {
         if acked > 0 {
             let d = (acked as i64 - self.sock.sacked_out as i64).max(1) as u32;
             self.count_delivered(d);
-            if acked - 1 >= self.sock.sacked_out {
+            // Linux: acked - 1 >= sacked_out.
+            if acked > self.sock.sacked_out {
                 self.sock.sacked_out = 0;
             } else {
                 self.sock.sacked_out -= acked - 1;
@@ -403,11 +404,11 @@ impl TcpSender {
             self.rec.retrans_stamp = 0;
         } else if !seq_before(self.sock.snd_una, self.rec.high_seq) {
             match self.sock.ca_state {
-                CaState::Cwr => {
-                    if self.sock.snd_una != self.rec.high_seq {
-                        self.end_cwnd_reduction();
-                        self.set_ca_state(CaState::Open);
-                    }
+                // CWR is held until data above high_seq is acknowledged, so
+                // that the CWR flag has reached the receiver.
+                CaState::Cwr if self.sock.snd_una != self.rec.high_seq => {
+                    self.end_cwnd_reduction();
+                    self.set_ca_state(CaState::Open);
                 }
                 CaState::Recovery => {
                     if self.is_reno() {
@@ -513,9 +514,9 @@ impl TcpSender {
         if seq_before(ack, tlp_high) {
             return;
         }
-        if !self.tlp_retrans {
-            self.tlp_high_seq = None;
-        } else if flag & FLAG_DSACK_TLP != 0 {
+        if !self.tlp_retrans || flag & FLAG_DSACK_TLP != 0 {
+            // New data was probed and acknowledged, or a D-SACK says both the
+            // original and the probe arrived: no loss.
             self.tlp_high_seq = None;
         } else if seq_after(ack, tlp_high) {
             // The probe repaired a loss: reduce cwnd once.
@@ -524,6 +525,7 @@ impl TcpSender {
             self.end_cwnd_reduction();
             self.try_keep_open();
         } else if flag & (FLAG_SND_UNA_ADVANCED | FLAG_NOT_DUP | FLAG_DATA_SACKED) == 0 {
+            // A pure duplicate ACK: the original and the probe both arrived.
             self.tlp_high_seq = None;
         }
     }
