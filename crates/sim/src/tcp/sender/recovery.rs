@@ -390,7 +390,13 @@ impl TcpSender {
     /// ECE, or any ACK outside Open); decides the state, marks losses and
     /// whether to retransmit (`rexmit`). cwnd itself changes later, in
     /// `cong_control`.
-    pub(super) fn fastretrans_alert(&mut self, prior_snd_una: u32, num_dupack: u32, flag: &mut u32, rexmit: &mut Rexmit) {
+    pub(super) fn fastretrans_alert(
+        &mut self,
+        prior_snd_una: u32,
+        num_dupack: u32,
+        flag: &mut u32,
+        rexmit: &mut Rexmit,
+    ) {
         let ece_ack = *flag & FLAG_ECE != 0;
         if self.sock.packets_out == 0 && self.sock.sacked_out > 0 {
             self.sock.sacked_out = 0;
@@ -528,5 +534,277 @@ impl TcpSender {
             // A pure duplicate ACK: the original and the probe both arrived.
             self.tlp_high_seq = None;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Packet scripts for the recovery state machine (see `testing`): PRR,
+    //! recovery exit, undo by D-SACK and timestamps, NewReno, ECN's CWR.
+    //! Cases marked `#[ignore]` are divergences from Linux, kept failing on
+    //! purpose (run with `--ignored`).
+
+    use super::super::testing::*;
+    use super::super::XmitTimer::Retrans;
+    use crate::cc::CaState::{Cwr, Disorder, Open, Recovery};
+    use crate::cc::INFINITE_SSTHRESH;
+
+    /// While in flight exceeds ssthresh PRR sends ssthresh / prior_cwnd (here 1/2)
+    /// of what is delivered: one new segment for every second SACKed one.
+    #[test]
+    fn prr_sends_in_proportion_while_in_flight_exceeds_ssthresh() {
+        let mut h = fast_retransmit_of_0();
+        check!(h, prr_delivered = 1, prr_out = 1, cwnd = 9);
+        let mut sent = Vec::new();
+        for (t, hi) in (203..209).zip(5..11u32) {
+            h.at(t);
+            ack!(h, 0, sack = [(1, hi)]);
+            let p = h.probe();
+            sent.push((t, p.cwnd, p.prr_delivered, p.prr_out));
+            match t {
+                204 => expect_tx!(h, 12),
+                206 => expect_tx!(h, 13),
+                _ => expect_tx!(h, none),
+            }
+        }
+        // (time, cwnd, prr_delivered, prr_out): cwnd = in_flight + sndcnt with
+        // sndcnt = ceil(ssthresh * prr_delivered / prior_cwnd) - prr_out; at 208 ms
+        // in flight has fallen to ssthresh and the reduction bound takes over.
+        assert_eq!(
+            sent,
+            vec![(203, 8, 2, 1), (204, 8, 3, 2), (205, 7, 4, 2), (206, 7, 5, 3), (207, 6, 6, 3), (208, 5, 7, 3)]
+        );
+        // The SACK RTT exceeds the age of the retransmitted head
+        // (FLAG_SET_XMIT_TIMER): the pending REO timer gives way to the RTO.
+        assert_eq!(h.probe().timer.map(|t| t.0), Some(Retrans));
+    }
+
+    /// Below ssthresh PRR's slow-start reduction bound: send what was delivered,
+    /// plus one when SND.UNA advances without new loss, never past ssthresh.
+    #[test]
+    fn prr_slow_start_reduction_bound_after_a_heavy_loss() {
+        let mut h = started();
+        h.at(200);
+        ack!(h, 10);
+        expect_tx!(h, 10..30);
+        check!(h, cwnd = 20);
+        // 10..24 lost; SACKs for 25, 26, 27 arrive.
+        h.at(300);
+        ack!(h, 10, sack = [(25, 26)]);
+        expect_tx!(h, 30);
+        h.at(301);
+        ack!(h, 10, sack = [(25, 27)]);
+        expect_tx!(h, 31);
+        h.at(302);
+        ack!(h, 10, sack = [(25, 28)]);
+        // 15 lost, 3 SACKed: in flight 4 < ssthresh 10; sndcnt = max(1 - 0, 1).
+        expect_tx!(h, 10 rtx);
+        check!(h, ca = Recovery, ssthresh = 10, lost_out = 15, in_flight = 5, cwnd = 5);
+        h.at(303);
+        ack!(h, 10, sack = [(25, 29)]);
+        expect_tx!(h, 11 rtx);
+        h.at(304);
+        ack!(h, 10, sack = [(25, 30)]);
+        expect_tx!(h, 12 rtx);
+        // 30 and 31 delivered: one retransmission each.
+        h.at(400);
+        ack!(h, 10, sack = [(25, 31)]);
+        expect_tx!(h, 13 rtx);
+        h.at(401);
+        ack!(h, 10, sack = [(25, 32)]);
+        expect_tx!(h, 14 rtx);
+        check!(h, prr_delivered = 5, prr_out = 5, cwnd = 5);
+        // The retransmission of 10 is acknowledged: SND.UNA advances with no new
+        // loss, so sndcnt = max(6 - 5, 1) + 1 = 2 (bounded by ssthresh - in flight).
+        h.at(402);
+        ack!(h, 11, sack = [(25, 32)]);
+        expect_tx!(h, 15 rtx, 16 rtx);
+        check!(h, prr_delivered = 6, prr_out = 7, cwnd = 6, in_flight = 6);
+    }
+
+    /// SND.UNA reaching high_seq ends Recovery: without a reason to undo, cwnd is
+    /// set to ssthresh (tcp_end_cwnd_reduction) and grows from there.
+    #[test]
+    fn recovery_ends_at_high_seq_with_cwnd_at_ssthresh() {
+        let mut h = fast_retransmit_of_0();
+        check!(h, high_seq = 12);
+        h.at(302);
+        ack!(h, 12); // echoes the retransmission's timestamp
+        check!(h, ca = Open, ssthresh = 5, undos = 0, undo_marker = Some(0));
+        // cwnd = ssthresh = 5, then congestion avoidance counts the 9 packets this
+        // ACK delivered: 5 + 9 / 5 = 6.
+        check!(h, cwnd = 6);
+        expect_tx!(h, 12..18);
+    }
+
+    /// A second loss inside the same recovery episode does not reduce ssthresh
+    /// again (one reduction per window).
+    #[test]
+    fn a_second_loss_in_the_same_recovery_does_not_reduce_again() {
+        let mut h = fast_retransmit_of_0();
+        for (t, hi) in (203..209).zip(5..11u32) {
+            h.at(t);
+            ack!(h, 0, sack = [(1, hi)]);
+            match t {
+                204 => expect_tx!(h, 12),
+                206 => expect_tx!(h, 13),
+                _ => expect_tx!(h, none),
+            }
+        }
+        // 0's retransmission arrives; 10 is lost, 11 arrives: RACK marks 10, which
+        // goes out with two new segments (PRR: in flight 2, ssthresh 5).
+        h.at(302);
+        ack!(h, 10, sack = [(11, 12)]);
+        expect_tx!(h, 10 rtx, 14, 15);
+        check!(h, ca = Recovery, ssthresh = 5, cwnd = 5, recoveries = 1, lost = 2, high_seq = 12);
+    }
+
+    /// tcp_try_undo_dsack: the fast retransmission was spurious (the original was
+    /// only reordered) and the D-SACK for it brings undo_retrans to 0: cwnd and
+    /// ssthresh return to their values before recovery. No timestamps, so Eifel
+    /// cannot undo first.
+    #[test]
+    fn dsack_undoes_a_spurious_fast_retransmission() {
+        let mut h = fast_retransmit_of_0();
+        // The late original of 0 fills the hole.
+        h.at(205);
+        ack!(h, 4, tsecr = 0);
+        check!(h, ca = Recovery, undo_retrans = 1);
+        h.drain();
+        // Then the retransmission arrives: D-SACK of 0.
+        h.at(207);
+        ack!(h, 4, dsack = (0, 1), tsecr = 0);
+        check!(h, ca = Open, cwnd = 10, ssthresh = INFINITE_SSTHRESH, undos = 1, undo_marker = None);
+        h.drain();
+    }
+
+    /// Eifel (tcp_packet_delayed): the ACK that ends recovery echoes the
+    /// original's timestamp, which predates the retransmission, so the reduction
+    /// is undone (tcp_try_undo_recovery).
+    #[test]
+    fn timestamps_undo_recovery_when_the_original_arrived() {
+        let mut h = fast_retransmit_of_0();
+        h.at(205);
+        let ts = h.ts_first(0);
+        ack!(h, 12, tsecr = ts);
+        check!(h, ca = Open, ssthresh = INFINITE_SSTHRESH, undos = 1, undo_marker = None);
+        // Undone to cwnd 10, then slow start counts the 9 packets delivered.
+        check!(h, cwnd = 19);
+        expect_tx!(h, 12..31);
+    }
+
+    /// tcp_try_undo_partial: a partial ACK echoing an original that predates the
+    /// first retransmission shows reordering; while another retransmission is
+    /// still out the sender neither undoes nor retransmits more.
+    #[test]
+    fn timestamps_on_a_partial_ack_hold_recovery_while_a_retransmission_is_out() {
+        let mut h = two_holes_retransmitted();
+        // The original of 0 arrives late: ACK 2, echoing its timestamp.
+        h.at(206);
+        let ts = h.ts_first(0);
+        ack!(h, 2, tsecr = ts);
+        check!(h, ca = Recovery, reord_seen = 1, undos = 0, retrans_out = 1, undo_marker = Some(0));
+        expect_tx!(h, none);
+        // Then the original of 2: nothing is left out, the reduction is undone.
+        h.at(207);
+        let ts = h.ts_first(2);
+        ack!(h, 7, tsecr = ts);
+        check!(h, undos = 1, ssthresh = INFINITE_SSTHRESH, undo_marker = None);
+        h.drain();
+    }
+
+    fn newreno_fast_retransmit() -> Harness {
+        let mut h = reno().cfg(|c| c.sack = false).start();
+        expect_tx!(h, 0..10);
+        h.at(200);
+        ack!(h, 0);
+        expect_tx!(h, 10);
+        check!(h, ca = Disorder, sacked_out = 1);
+        h.at(201);
+        ack!(h, 0);
+        expect_tx!(h, 11);
+        h.at(202);
+        ack!(h, 0);
+        expect_tx!(h, 0 rtx);
+        h
+    }
+
+    /// The third duplicate ACK marks the head lost and enters Recovery; the first
+    /// two send new data (each dupack counts as one delivered packet).
+    #[test]
+    fn newreno_third_dupack_enters_recovery_and_retransmits_the_head() {
+        let h = newreno_fast_retransmit();
+        check!(h, ca = Recovery, sacked_out = 3, lost_out = 1, ssthresh = 5, cwnd = 9, high_seq = 12);
+    }
+
+    /// A partial ACK in Recovery marks the new head lost and retransmits it.
+    #[test]
+    fn newreno_partial_ack_retransmits_the_next_hole() {
+        let mut h = newreno_fast_retransmit();
+        // 0 and 5 lost: dupacks for 1..4 and 6..9 (three already sent).
+        for t in 203..208 {
+            h.at(t);
+            ack!(h, 0);
+            h.drain();
+        }
+        check!(h, sacked_out = 8);
+        h.at(302);
+        ack!(h, 5);
+        expect_tx!(h, 5 rtx);
+        check!(h, ca = Recovery, lost_out = 1, retrans_out = 1);
+    }
+
+    /// NewReno holds Recovery while SND.UNA == high_seq (RFC 6582), and leaves it
+    /// with cwnd = ssthresh once data above high_seq is acknowledged.
+    #[test]
+    fn newreno_holds_recovery_until_data_above_high_seq_is_acked() {
+        let mut h = newreno_fast_retransmit();
+        h.at(302);
+        ack!(h, 12);
+        check!(h, ca = Recovery);
+        h.drain();
+        h.at(320);
+        ack!(h, 13);
+        check!(h, ca = Open, ssthresh = 5, cwnd = 5);
+        h.drain();
+    }
+
+    /// ECN (tcp_enter_cwr): ECE reduces cwnd once per window with PRR, the first
+    /// new segment after it carries CWR, and CWR ends when data sent after the
+    /// reduction is acknowledged.
+    #[test]
+    fn ece_enters_cwr_once_per_window() {
+        let mut h = reno().cfg(|c| c.ecn = true).start();
+        expect_tx!(h, 0..10);
+        h.at(200);
+        ack!(h, 1, ece);
+        check!(h, ca = Cwr, ssthresh = 5, cwnd = 10, high_seq = 10, prior_ssthresh = 0);
+        expect_tx!(h, 10 cwr);
+        h.at(201);
+        ack!(h, 2, ece);
+        check!(h, ca = Cwr, ssthresh = 5);
+        h.drain();
+        h.at(300);
+        ack!(h, 11);
+        // cwnd = ssthresh, then one congestion-avoidance step for 9 delivered.
+        check!(h, ca = Open, cwnd = 6, ssthresh = 5);
+        h.drain();
+    }
+
+    /// Linux counts a valid D-SACK as a delivered packet (tcp_dsack_seen:
+    /// "A spurious retransmission is delivered", sack_delivered += dup_segs),
+    /// which feeds tp->delivered, PRR and the rate sample. The sender does not.
+    #[test]
+    #[ignore = "divergence: a D-SACK is not counted as delivered"]
+    fn divergence_dsack_counts_as_delivered() {
+        let mut h = fast_retransmit_of_0();
+        h.at(205);
+        ack!(h, 4, tsecr = 0);
+        h.drain();
+        let before = h.probe().delivered;
+        h.at(207);
+        ack!(h, 4, dsack = (0, 1), tsecr = 0);
+        h.drain();
+        check!(h, delivered = before + 1);
     }
 }

@@ -113,7 +113,8 @@ impl Setup {
         };
         assert!(h.out.is_empty());
         h.now = Time::from_ms(self.rtt_ms);
-        let synack = Packet { flow: 0, wire_bytes: 60, reverse: true, hop: 0, epoch: 0, payload: Payload::SynAck { tsecr: syn_ts } };
+        let synack =
+            Packet { flow: 0, wire_bytes: 60, reverse: true, hop: 0, epoch: 0, payload: Payload::SynAck { tsecr: syn_ts } };
         let now = h.now;
         h.s.on_packet(now, &synack, &mut h.out);
         h.ts_recent = syn_ts;
@@ -234,7 +235,8 @@ impl Harness {
             assert!(sack.push(SeqRange::new(s, e)), "at most 3 SACK blocks");
         }
         sack.dsack = a.dsack.is_some();
-        let seg = AckSegment { ack: a.una, wnd_end: a.una + self.s.snd_wnd, tsecr, sack, ece: a.ece, rx_seq: 0, rx_ns_low: 0 };
+        let wnd_end = a.una + self.s.snd_wnd;
+        let seg = AckSegment { ack: a.una, wnd_end, tsecr, sack, ece: a.ece, rx_seq: 0, rx_ns_low: 0 };
         let now = self.now;
         self.s.on_packet(now, &Packet::ack(0, seg), &mut self.out);
         self.collect();
@@ -434,3 +436,59 @@ macro_rules! check {
 }
 
 pub(crate) use {ack, check, expect_tx, tx_list};
+
+// Script prefixes shared by the cases. Unless a case says otherwise: Reno,
+// Linux's defaults (SACK, HZ 250, RTO min 200 ms, TLP, F-RTO), unlimited data,
+// handshake RTT 100 ms, so srtt is 100 ms, the RTO 300 ms and min_rtt 100 ms,
+// and the initial window (0..10) leaves at 100 ms.
+
+/// Reno with the initial window sent and checked.
+pub fn started() -> Harness {
+    let mut h = reno().start();
+    expect_tx!(h, 0..10);
+    h
+}
+
+/// Segment 0 lost: SACKs for 1, 2 and 3 arrive one by one at 200..202 ms, as
+/// a receiver sends them. The third leaves RACK no reordering window, so 0 is
+/// marked lost and fast-retransmitted.
+pub fn fast_retransmit_of_0() -> Harness {
+    let mut h = started();
+    h.at(200);
+    ack!(h, 0, sack = [(1, 2)]);
+    expect_tx!(h, 10);
+    h.at(201);
+    ack!(h, 0, sack = [(1, 3)]);
+    expect_tx!(h, 11);
+    h.at(202);
+    ack!(h, 0, sack = [(1, 4)]);
+    expect_tx!(h, 0 rtx);
+    h
+}
+
+/// Segments 0 and 2 lost (1, 3.. SACKed): both retransmitted by 205 ms.
+pub fn two_holes_retransmitted() -> Harness {
+    let mut h = started();
+    h.at(200);
+    ack!(h, 0, sack = [(1, 2)]);
+    expect_tx!(h, 10);
+    h.at(201);
+    ack!(h, 0, sack = [(3, 4), (1, 2)]);
+    expect_tx!(h, 11);
+    h.at(202);
+    ack!(h, 0, sack = [(3, 5), (1, 2)]);
+    expect_tx!(h, 0 rtx);
+    h.at(204);
+    ack!(h, 0, sack = [(3, 6), (1, 2)]);
+    h.at(205);
+    ack!(h, 0, sack = [(3, 7), (1, 2)]);
+    expect_tx!(h, 2 rtx);
+    h
+}
+
+pub fn no_tlp() -> Harness {
+    let mut h = reno().cfg(|c| c.tlp = false).start();
+    expect_tx!(h, 0..10);
+    check!(h, timer = Some((XmitTimer::Retrans, 400)));
+    h
+}
