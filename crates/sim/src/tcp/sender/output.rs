@@ -18,10 +18,11 @@ use crate::cc::{CaEvent, CaState, PacingStatus};
 use crate::packet::{DataSegment, Packet};
 use crate::units::{Time, NS_PER_SEC};
 
+/// How `write_xmit` pushes new data.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum PushMode {
     Normal,
-    /// A tail loss probe: one segment, even beyond cwnd.
+    /// A tail loss probe: one segment, even beyond cwnd (Linux `push_one == 2`).
     Probe,
 }
 
