@@ -1,0 +1,279 @@
+//! Transmission, after Linux's `net/ipv4/tcp_output.c`: new data
+//! (`tcp_write_xmit`, limited by cwnd, the peer's window and the send buffer;
+//! a loss probe may exceed cwnd by one), retransmissions
+//! (`tcp_xmit_retransmit_queue` in sequence order as cwnd allows,
+//! `tcp_retransmit_skb`), ECN marks on outgoing data (`tcp_ecn_send`),
+//! internal pacing (`tcp_pacing_check`, `tcp_update_skb_after_send`: an
+//! earliest departure time advanced by each segment's length at the pacing
+//! rate), and cwnd validation for application-limited periods
+//! (`tcp_cwnd_validate`, `tcp_cwnd_application_limited`). `tcp_xmit_recovery`
+//! from `tcp_input.c` is the bridge from ACK processing.
+
+use super::super::rtt::{seq_after, seq_before};
+use super::super::scoreboard::{SegState, RETRANS, SACKED_RETRANS};
+use super::super::ts_clock;
+use super::timer::XmitTimer;
+use super::{ConnState, Rexmit, TcpSender};
+use crate::cc::{CaEvent, CaState, PacingStatus};
+use crate::packet::{DataSegment, Packet};
+use crate::units::{Time, NS_PER_SEC};
+
+/// How `write_xmit` pushes new data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum PushMode {
+    Normal,
+    /// A tail loss probe: one segment, even beyond cwnd (Linux `push_one == 2`).
+    Probe,
+}
+
+impl TcpSender {
+    /// Linux `tcp_xmit_recovery`: after cwnd is updated, the (re)transmissions
+    /// `tcp_fastretrans_alert` asked for: new data for F-RTO, then lost segments.
+    pub(super) fn xmit_recovery(&mut self, rexmit: Rexmit, out: &mut Vec<Packet>) {
+        if rexmit == Rexmit::None {
+            return;
+        }
+        if rexmit == Rexmit::New {
+            self.write_xmit(out, PushMode::Normal);
+            if seq_after(self.sock.snd_nxt, self.rec.high_seq) {
+                return;
+            }
+            self.frto = false;
+        }
+        self.xmit_retransmit_queue(out);
+    }
+
+    /// Linux `tcp_xmit_retransmit_queue`.
+    pub(super) fn xmit_retransmit_queue(&mut self, out: &mut Vec<Packet>) {
+        if self.sock.packets_out == 0 {
+            return;
+        }
+        let mut rearm = false;
+        loop {
+            if self.pacing_check() {
+                break;
+            }
+            if self.sock.cwnd as i64 - self.in_flight() as i64 <= 0 {
+                break;
+            }
+            if self.sock.retrans_out >= self.sock.lost_out {
+                break;
+            }
+            let Some(seq) = self.board.next_retransmit() else { break };
+            self.retransmit_one(seq, out);
+            if self.in_cwnd_reduction() {
+                self.rec.prr_out += 1;
+            }
+            if seq == self.sock.snd_una && !matches!(self.xmit_timer, Some((XmitTimer::ReoTimeout, _))) {
+                rearm = true;
+            }
+        }
+        if rearm {
+            self.reset_xmit_timer(XmitTimer::Retrans, self.rto_jiffies);
+        }
+    }
+
+    /// Linux `tcp_retransmit_skb` for one segment.
+    pub(super) fn retransmit_one(&mut self, seq: u32, out: &mut Vec<Packet>) {
+        let now = self.now_us();
+        // Linux `tcp_event_data_sent` runs for retransmissions too, before they
+        // count as in flight: the first one after an RTO (everything marked
+        // lost) is a transmission start (Vegas-family algorithms re-initialise).
+        if self.in_flight() == 0 {
+            self.ca_event(CaEvent::TxStart);
+        }
+        {
+            let seg = self.board.get_mut(seq);
+            seg.xmit_us = now;
+            if seg.sacked & SACKED_RETRANS == 0 {
+                seg.sacked |= RETRANS;
+                self.sock.retrans_out += 1;
+            } else {
+                seg.sacked |= RETRANS;
+            }
+        }
+        self.board.ts_append(seq);
+        let in_flight = self.in_flight();
+        self.rate.skb_sent(&mut self.sock, self.board.get_mut(seq), in_flight);
+        if self.rec.retrans_stamp == 0 {
+            self.rec.retrans_stamp = ts_clock(self.sock.now);
+        }
+        if self.rec.undo_retrans < 0 {
+            self.rec.undo_retrans = 0;
+        }
+        self.rec.undo_retrans += 1;
+        self.total_retrans += 1;
+        self.counters.retransmissions += 1;
+        self.emit(seq, true, out);
+    }
+
+    /// Sends one data segment onto the wire.
+    fn emit(&mut self, seq: u32, retransmission: bool, out: &mut Vec<Packet>) {
+        if self.in_flight() == 0 && !retransmission {
+            self.ca_event(CaEvent::TxStart);
+        }
+        self.sock.lsndtime = self.sock.jiffies;
+        let payload = self.seg_payload(seq);
+        // Linux `tcp_ecn_send` (RFC 3168 6.1.5): only new data is ECN-capable,
+        // and the first new data segment after a reduction carries CWR;
+        // retransmissions are sent Not-ECT, so a queue drops rather than marks them.
+        let new_data = self.ecn_ok && !retransmission;
+        let cwr = new_data && std::mem::take(&mut self.queue_cwr);
+        let seg = DataSegment {
+            seq,
+            payload,
+            tsval: ts_clock(self.sock.now),
+            retransmission,
+            ce: false,
+            ect: new_data,
+            cwr,
+        };
+        let pkt = Packet::data(self.flow, seg);
+        self.counters.segments_sent += 1;
+        self.counters.bytes_sent += payload as u64;
+        self.data_segs_out += 1;
+        self.cc.on_transmit(&mut self.sock, seq, retransmission);
+        // Linux advances the departure time by the skb's payload (`oskb->len`),
+        // not its wire size.
+        self.pacing_after_send(payload as u64);
+        out.push(pkt);
+    }
+
+    /// Linux `tcp_update_skb_after_send` for internal pacing.
+    fn pacing_after_send(&mut self, len: u64) {
+        if self.sock.pacing_status == PacingStatus::None {
+            return;
+        }
+        let rate = self.sock.pacing_rate;
+        let now = self.sock.now.0;
+        let prior = self.sock.wstamp_ns;
+        self.sock.wstamp_ns = self.sock.wstamp_ns.max(now);
+        if rate != 0 && rate != u64::MAX && self.data_segs_out >= 10 {
+            let mut len_ns = len * NS_PER_SEC / rate;
+            let credit = self.sock.wstamp_ns - prior;
+            len_ns -= (len_ns / 2).min(credit);
+            self.sock.wstamp_ns += len_ns;
+        }
+    }
+
+    /// Linux `tcp_pacing_check`: true if pacing holds the next packet back.
+    fn pacing_check(&mut self) -> bool {
+        if self.sock.pacing_status == PacingStatus::None {
+            return false;
+        }
+        if self.sock.wstamp_ns <= self.sock.now.0 {
+            return false;
+        }
+        if self.pacing_timer.is_none() {
+            self.pacing_timer = Some(Time(self.sock.wstamp_ns));
+        }
+        true
+    }
+
+    /// Linux `tcp_write_xmit` for new data. Returns the number of segments sent.
+    pub(super) fn write_xmit(&mut self, out: &mut Vec<Packet>, mode: PushMode) -> u32 {
+        if self.state != ConnState::Established {
+            return 0;
+        }
+        let mut sent = 0u32;
+        let mut is_cwnd_limited = false;
+        self.sndbuf_limited = false;
+        loop {
+            if !self.has_new_data() {
+                let (has_new_data, in_flight) = (self.has_new_data(), self.in_flight());
+                self.rate.check_app_limited(&mut self.sock, has_new_data, in_flight);
+                break;
+            }
+            if self.pacing_check() {
+                break;
+            }
+            let in_flight = self.in_flight();
+            if in_flight >= self.sock.cwnd && mode != PushMode::Probe {
+                break;
+            }
+            // Receive window.
+            if !seq_before(self.sock.snd_nxt, self.snd_wnd_end) {
+                break;
+            }
+            // Send buffer: unacknowledged payload must fit.
+            let outstanding = (self.sock.snd_nxt - self.sock.snd_una + 1) as u64 * self.cfg.mss as u64;
+            if outstanding > self.cfg.sndbuf {
+                self.sndbuf_limited = true;
+                break;
+            }
+            self.transmit_new(out);
+            sent += 1;
+            if mode == PushMode::Probe {
+                break;
+            }
+        }
+        is_cwnd_limited |= self.in_flight() >= self.sock.cwnd;
+        if sent > 0 {
+            if self.in_cwnd_reduction() {
+                self.rec.prr_out += sent;
+            }
+            if mode != PushMode::Probe {
+                self.schedule_loss_probe(false);
+            }
+        }
+        if sent > 0 || is_cwnd_limited {
+            self.cwnd_validate(is_cwnd_limited);
+        }
+        sent
+    }
+
+    /// One new segment: queued on the scoreboard and sent (Linux
+    /// `tcp_transmit_skb` + `tcp_event_new_data_sent`).
+    fn transmit_new(&mut self, out: &mut Vec<Packet>) {
+        let prior_packets = self.sock.packets_out;
+        let seq = self.board.push_new(SegState::new(self.now_us()));
+        debug_assert_eq!(seq, self.sock.snd_nxt);
+        let in_flight = self.in_flight();
+        self.rate.skb_sent(&mut self.sock, self.board.get_mut(seq), in_flight);
+        self.emit(seq, false, out);
+        self.sock.snd_nxt += 1;
+        self.sock.packets_out += 1;
+        if prior_packets == 0 || matches!(self.xmit_timer, Some((XmitTimer::LossProbe, _))) {
+            self.rearm_rto();
+        }
+    }
+
+    /// Linux `tcp_cwnd_validate`.
+    fn cwnd_validate(&mut self, is_cwnd_limited: bool) {
+        if !seq_before(self.sock.snd_una, self.sock.cwnd_usage_seq)
+            || is_cwnd_limited
+            || (!self.sock.is_cwnd_limited && self.sock.packets_out > self.sock.max_packets_out)
+        {
+            self.sock.is_cwnd_limited = is_cwnd_limited;
+            self.sock.max_packets_out = self.sock.packets_out;
+            self.sock.cwnd_usage_seq = self.sock.snd_nxt;
+        }
+        if self.sock.is_cwnd_limited() {
+            self.snd_cwnd_used = 0;
+            self.sock.cwnd_stamp = self.sock.jiffies;
+        } else {
+            if self.sock.packets_out > self.snd_cwnd_used {
+                self.snd_cwnd_used = self.sock.packets_out;
+            }
+            if self.cfg.slow_start_after_idle
+                && (self.sock.jiffies.wrapping_sub(self.sock.cwnd_stamp) as i64) >= self.rto_jiffies as i64
+                && !self.cc.has_cong_control()
+            {
+                self.cwnd_application_limited();
+            }
+        }
+    }
+
+    /// Linux `tcp_cwnd_application_limited`.
+    fn cwnd_application_limited(&mut self) {
+        if self.sock.ca_state == CaState::Open && !self.sndbuf_limited {
+            let win_used = self.snd_cwnd_used.max(self.cfg.initial_cwnd);
+            if win_used < self.sock.cwnd {
+                self.sock.ssthresh = self.current_ssthresh();
+                self.sock.cwnd = (self.sock.cwnd + win_used) >> 1;
+            }
+            self.snd_cwnd_used = 0;
+        }
+        self.sock.cwnd_stamp = self.sock.jiffies;
+    }
+}
