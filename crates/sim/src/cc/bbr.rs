@@ -14,8 +14,9 @@
 
 use super::registry::{CcaInfo, Params};
 use super::{CaEvent, CaState, CongestionControl, PacingStatus, RateSample, TcpSock, INFINITE_SSTHRESH};
+use crate::minmax::MinMax;
+use crate::packet::{seq_after, seq_before};
 use crate::rng::Rng;
-use crate::tcp::rtt::{seq_after, seq_before, MinMax};
 use crate::units::usecs_to_jiffies;
 
 // All constants below are Linux tcp_bbr.c's unless noted otherwise.

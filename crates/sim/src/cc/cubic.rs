@@ -7,7 +7,7 @@
 
 use super::registry::{pbool, pint, CcaInfo, Params};
 use super::{AckSample, CaEvent, CaState, CongestionControl, PacingStatus, TcpSock};
-use crate::tcp::rtt::seq_after;
+use crate::packet::seq_after;
 use crate::units::usecs_to_jiffies;
 
 /// Fixed-point scale of `beta` (Linux BICTCP_BETA_SCALE).

@@ -13,7 +13,7 @@
 
 use super::registry::{pint, CcaInfo, Params};
 use super::{AckSample, CaState, CongestionControl, TcpSock};
-use crate::tcp::rtt::seq_after;
+use crate::packet::seq_after;
 
 /// alpha is kept x 2^7 (Linux ALPHA_SHIFT).
 const ALPHA_SHIFT: u32 = 7;

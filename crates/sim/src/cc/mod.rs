@@ -23,7 +23,7 @@ pub mod veno;
 pub mod westwood;
 pub mod yeah;
 
-use crate::tcp::rtt::MinMax;
+use crate::minmax::MinMax;
 use crate::units::Time;
 
 pub use registry::{cca_catalogue, make_cca, CcaInfo, CcaParam, ParamValue, Params};

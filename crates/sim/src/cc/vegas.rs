@@ -12,7 +12,7 @@
 
 use super::registry::{pint, CcaInfo, Params};
 use super::{AckSample, CaEvent, CaState, CongestionControl, TcpSock};
-use crate::tcp::rtt::seq_after;
+use crate::packet::seq_after;
 
 /// Linux module parameters `alpha`, `beta`, `gamma` of `tcp_vegas.c`, packets.
 pub const ALPHA: u32 = 2;

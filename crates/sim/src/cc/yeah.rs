@@ -14,7 +14,7 @@
 use super::registry::{CcaInfo, Params};
 use super::vegas::VegasState;
 use super::{AckSample, CaEvent, CaState, CongestionControl, TcpSock};
-use crate::tcp::rtt::seq_after;
+use crate::packet::seq_after;
 
 // Constants of `tcp_yeah.c` (#defines, not module parameters).
 /// Packets queued at the bottleneck above which YeAH leaves fast mode.
