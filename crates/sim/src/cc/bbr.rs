@@ -12,7 +12,7 @@
 //! integer arithmetic (BBR_SCALE 8, BW_SCALE 24), the bit-field widths and the
 //! order of the per-ACK steps are the kernel's, so rounding matches.
 
-use super::registry::{CcaInfo, Params};
+use super::params::{CcaInfo, Params};
 use super::{CaEvent, CaState, CongestionControl, PacingStatus, RateSample, TcpSock, INFINITE_SSTHRESH};
 use crate::minmax::MinMax;
 use crate::packet::{seq_after, seq_before};

@@ -10,7 +10,7 @@
 //! ACKs the window grows twice as fast as the paper's increments; see
 //! `delayed_ack_ratio_speeds_growth`).
 
-use super::registry::{pbool, pint, CcaInfo, Params};
+use super::params::{pbool, pint, CcaInfo, Params};
 use super::{AckSample, CaState, CongestionControl, TcpSock};
 
 /// Fixed-point scale of `beta` (Linux BICTCP_BETA_SCALE).

@@ -5,7 +5,7 @@
 //! to leave slow start. Integer maths and constants follow the kernel so that
 //! rounding (e.g. beta_scale = 15, the cube-root table) is the kernel's.
 
-use super::registry::{pbool, pint, CcaInfo, Params};
+use super::params::{pbool, pint, CcaInfo, Params};
 use super::{AckSample, CaEvent, CaState, CongestionControl, PacingStatus, TcpSock};
 use crate::packet::seq_after;
 use crate::units::usecs_to_jiffies;

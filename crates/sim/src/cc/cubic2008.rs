@@ -27,7 +27,7 @@
 //! square in 64 bits: the kernel squares in 32 bits, which overflows (and divides
 //! by zero) once W_max - cwnd exceeds about 50,000 packets.
 
-use super::registry::{pbool, pint, CcaInfo, Params};
+use super::params::{pbool, pint, CcaInfo, Params};
 use super::{AckSample, CaState, CongestionControl, TcpSock};
 
 /// Fixed-point scale of `beta` (Linux BICTCP_BETA_SCALE).

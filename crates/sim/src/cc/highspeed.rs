@@ -7,7 +7,7 @@
 //! halves), and the increase is a(w)/cwnd per ACK, not per packet acknowledged,
 //! so with delayed ACKs the window grows half as fast as the RFC intends.
 
-use super::registry::{CcaInfo, Params};
+use super::params::{CcaInfo, Params};
 use super::{CongestionControl, TcpSock};
 
 /// One row of the AIMD table: the largest cwnd of the bin, and b(w) x 256.

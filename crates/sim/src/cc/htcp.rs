@@ -9,7 +9,7 @@
 //! congestion events. Everything runs in jiffies and 7-bit fixed point, as in
 //! the kernel, and a spurious reduction restores the congestion-event timers.
 
-use super::registry::{pbool, CcaInfo, Params};
+use super::params::{pbool, CcaInfo, Params};
 use super::{AckSample, CaState, CongestionControl, TcpSock};
 use crate::units::usecs_to_jiffies;
 

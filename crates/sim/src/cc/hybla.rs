@@ -11,7 +11,7 @@
 //! loss is Reno's (ssthresh = cwnd/2) and outside the Open state it grows as
 //! Reno.
 
-use super::registry::{pint, CcaInfo, Params};
+use super::params::{pint, CcaInfo, Params};
 use super::{CaState, CongestionControl, TcpSock};
 
 /// Linux module parameter `rtt0`: the reference RTT in milliseconds.

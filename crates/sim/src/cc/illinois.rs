@@ -11,7 +11,7 @@
 //! packets) it is Reno (alpha 1, beta 1/2); an RTO resets alpha and beta to
 //! Reno's. Fixed point as the kernel: alpha x 128, beta x 64.
 
-use super::registry::{pint, CcaInfo, Params};
+use super::params::{pint, CcaInfo, Params};
 use super::{AckSample, CaState, CongestionControl, TcpSock};
 use crate::packet::seq_after;
 

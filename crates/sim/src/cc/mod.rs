@@ -14,6 +14,7 @@ pub mod highspeed;
 pub mod htcp;
 pub mod hybla;
 pub mod illinois;
+pub mod params;
 pub mod rapid;
 pub mod registry;
 pub mod reno;
@@ -26,7 +27,8 @@ pub mod yeah;
 use crate::minmax::MinMax;
 use crate::units::Time;
 
-pub use registry::{cca_catalogue, make_cca, CcaInfo, CcaParam, ParamValue, Params};
+pub use params::{CcaInfo, CcaParam, ParamValue, Params};
+pub use registry::{cca_catalogue, make_cca};
 
 /// Linux TCP_INFINITE_SSTHRESH.
 pub const INFINITE_SSTHRESH: u32 = 0x7fff_ffff;

@@ -41,7 +41,7 @@
 //! receive time (ns), standing in for the prototype's high-precision receive
 //! timestamps.
 
-use super::registry::{pbool, pfloat, pint, CcaInfo, Params};
+use super::params::{pbool, pfloat, pint, CcaInfo, Params};
 use super::{AckArrival, CaState, CongestionControl, RateSample, TcpSock};
 use std::collections::VecDeque;
 

@@ -4,7 +4,7 @@
 //! recovers with SACK (RACK + PRR) or NewReno depends on the `sack` setting of
 //! the TCP stack, not on this file.
 
-use super::registry::{CcaInfo, Params};
+use super::params::{CcaInfo, Params};
 use super::{CongestionControl, TcpSock};
 
 #[derive(Default)]

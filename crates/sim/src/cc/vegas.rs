@@ -10,7 +10,7 @@
 //! Open state, and on loss (ssthresh = cwnd/2) it is Reno. The RTT bookkeeping
 //! (`VegasState`) is what Linux exports from this module for YeAH and Veno.
 
-use super::registry::{pint, CcaInfo, Params};
+use super::params::{pint, CcaInfo, Params};
 use super::{AckSample, CaEvent, CaState, CongestionControl, TcpSock};
 use crate::packet::seq_after;
 

@@ -8,7 +8,7 @@
 //! per RTT), the sample count that enables Veno is never cleared, and N is kept
 //! with one fractional bit.
 
-use super::registry::{CcaInfo, Params};
+use super::params::{CcaInfo, Params};
 use super::vegas::{VegasState, RTT_UNSET};
 use super::{AckSample, CaEvent, CaState, CongestionControl, TcpSock};
 

@@ -11,7 +11,7 @@
 //! the per-ACK RTT samples (reset after an RTO), and Reno's halving still
 //! applies at the start of recovery.
 
-use super::registry::{CcaInfo, Params};
+use super::params::{CcaInfo, Params};
 use super::{AckSample, CaEvent, CongestionControl, TcpSock, CA_ACK_SLOWPATH};
 use crate::units::usecs_to_jiffies;
 

@@ -11,7 +11,7 @@
 //! (between cwnd/2^delta and cwnd/2), unless it has been slow for rho RTTs in a
 //! row, a sign of competing Reno traffic, in which case it halves like Reno.
 
-use super::registry::{CcaInfo, Params};
+use super::params::{CcaInfo, Params};
 use super::vegas::VegasState;
 use super::{AckSample, CaEvent, CaState, CongestionControl, TcpSock};
 use crate::packet::seq_after;
