@@ -743,8 +743,6 @@ impl CongestionControl for Bbr {
         tp.ssthresh
     }
 
-    fn cong_avoid(&mut self, _tp: &mut TcpSock, _ack: u32, _acked: u32) {}
-
     fn has_cong_control(&self) -> bool {
         true
     }

@@ -344,6 +344,14 @@ impl CongestionControl for Cubic {
         tp.cong_avoid_ai(self.cnt, acked);
     }
 
+    fn has_cong_avoid(&self) -> bool {
+        true
+    }
+
+    fn undo_cwnd(&mut self, tp: &mut TcpSock) -> u32 {
+        tp.reno_undo_cwnd()
+    }
+
     fn set_state(&mut self, tp: &mut TcpSock, new_state: CaState) {
         if new_state == CaState::Loss {
             self.reset();

@@ -291,6 +291,10 @@ impl CongestionControl for Cubic2008 {
         }
     }
 
+    fn has_cong_avoid(&self) -> bool {
+        true
+    }
+
     fn undo_cwnd(&mut self, tp: &mut TcpSock) -> u32 {
         tp.cwnd.max(self.last_max_cwnd)
     }

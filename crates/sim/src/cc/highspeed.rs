@@ -181,6 +181,14 @@ impl CongestionControl for HighSpeed {
         }
     }
 
+    fn has_cong_avoid(&self) -> bool {
+        true
+    }
+
+    fn undo_cwnd(&mut self, tp: &mut TcpSock) -> u32 {
+        tp.reno_undo_cwnd()
+    }
+
     fn debug_vars(&self) -> Vec<(&'static str, f64)> {
         vec![("a", self.a() as f64), ("b", self.md() as f64 / 256.0)]
     }

@@ -225,6 +225,10 @@ impl CongestionControl for Htcp {
         self.pkts_acked = 1;
     }
 
+    fn has_cong_avoid(&self) -> bool {
+        true
+    }
+
     fn undo_cwnd(&mut self, tp: &mut TcpSock) -> u32 {
         if self.undo_last_cong != 0 {
             self.last_cong = self.undo_last_cong;

@@ -153,6 +153,14 @@ impl CongestionControl for Hybla {
         tp.cwnd = tp.cwnd.min(tp.cwnd_clamp);
     }
 
+    fn has_cong_avoid(&self) -> bool {
+        true
+    }
+
+    fn undo_cwnd(&mut self, tp: &mut TcpSock) -> u32 {
+        tp.reno_undo_cwnd()
+    }
+
     fn set_state(&mut self, _tp: &mut TcpSock, new_state: CaState) {
         self.hybla_en = new_state == CaState::Open;
     }

@@ -316,8 +316,6 @@ impl CongestionControl for Rapid {
         tp.cwnd
     }
 
-    fn cong_avoid(&mut self, _tp: &mut TcpSock, _ack: u32, _acked: u32) {}
-
     fn has_cong_control(&self) -> bool {
         true
     }

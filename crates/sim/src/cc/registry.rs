@@ -48,12 +48,73 @@ pub fn make_cca(name: &str, params: &BTreeMap<String, ParamValue>) -> Result<Box
         return Err(format!("cca: unknown congestion control '{name}'; allowed: {}", names.join(", ")));
     };
     let p = Params::new(name, params, (entry.info)().params)?;
-    Ok((entry.build)(&p))
+    let ca = (entry.build)(&p);
+    validate_hooks(ca.as_ref())?;
+    Ok(ca)
+}
+
+/// Linux `tcp_validate_congestion_control`: an algorithm must provide
+/// `ssthresh`, `undo_cwnd`, and `cong_avoid` or `cong_control`. The first two
+/// are required methods of the trait, so only the last choice is left to check.
+pub fn validate_hooks(ca: &dyn CongestionControl) -> Result<(), String> {
+    if !ca.has_cong_avoid() && !ca.has_cong_control() {
+        return Err(format!("cca: {} provides neither cong_avoid nor cong_control", ca.name()));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cc::TcpSock;
+
+    /// What registering `entry` checks: the catalogue entry's parameters build
+    /// an algorithm of the same name that follows Linux's hook rule.
+    fn check_entry(entry: &Entry) -> Result<(), String> {
+        let info = (entry.info)();
+        let none = BTreeMap::new();
+        let ca = (entry.build)(&Params::new(info.name, &none, info.params)?);
+        if ca.name() != info.name {
+            return Err(format!("cca: {} builds an algorithm called {}", info.name, ca.name()));
+        }
+        validate_hooks(ca.as_ref())
+    }
+
+    #[test]
+    fn every_registered_algorithm_follows_the_hook_rule() {
+        for e in ENTRIES {
+            check_entry(e).unwrap();
+        }
+    }
+
+    /// Provides `ssthresh` and `undo_cwnd` but sets cwnd in neither hook.
+    struct NoCwndHook;
+
+    impl CongestionControl for NoCwndHook {
+        fn name(&self) -> &str {
+            "none"
+        }
+        fn ssthresh(&mut self, tp: &mut TcpSock) -> u32 {
+            tp.reno_ssthresh()
+        }
+        fn undo_cwnd(&mut self, tp: &mut TcpSock) -> u32 {
+            tp.reno_undo_cwnd()
+        }
+    }
+
+    fn info_none() -> CcaInfo {
+        CcaInfo { name: "none", description: "", source: "", params: vec![] }
+    }
+
+    fn build_none(_p: &Params) -> Box<dyn CongestionControl> {
+        Box::new(NoCwndHook)
+    }
+
+    #[test]
+    fn an_algorithm_without_cong_avoid_or_cong_control_is_refused() {
+        let e = check_entry(&Entry { info: info_none, build: build_none }).err().unwrap();
+        assert_eq!(e, "cca: none provides neither cong_avoid nor cong_control");
+    }
 
     #[test]
     fn unknown_names_list_the_allowed_ones() {

@@ -56,6 +56,14 @@ impl CongestionControl for Reno {
         tp.reno_cong_avoid(acked);
     }
 
+    fn has_cong_avoid(&self) -> bool {
+        true
+    }
+
+    fn undo_cwnd(&mut self, tp: &mut TcpSock) -> u32 {
+        tp.reno_undo_cwnd()
+    }
+
     fn sack(&self) -> Option<bool> {
         self.no_sack.then_some(false)
     }

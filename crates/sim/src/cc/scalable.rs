@@ -52,6 +52,14 @@ impl CongestionControl for Scalable {
         }
         tp.cong_avoid_ai(tp.cwnd.min(AI_CNT), acked);
     }
+
+    fn has_cong_avoid(&self) -> bool {
+        true
+    }
+
+    fn undo_cwnd(&mut self, tp: &mut TcpSock) -> u32 {
+        tp.reno_undo_cwnd()
+    }
 }
 
 #[cfg(test)]

@@ -214,6 +214,14 @@ impl CongestionControl for Vegas {
         }
     }
 
+    fn has_cong_avoid(&self) -> bool {
+        true
+    }
+
+    fn undo_cwnd(&mut self, tp: &mut TcpSock) -> u32 {
+        tp.reno_undo_cwnd()
+    }
+
     fn set_state(&mut self, tp: &mut TcpSock, new_state: CaState) {
         self.v.set_state(tp, new_state);
     }

@@ -131,6 +131,14 @@ impl CongestionControl for Veno {
         self.v.min_rtt = RTT_UNSET;
     }
 
+    fn has_cong_avoid(&self) -> bool {
+        true
+    }
+
+    fn undo_cwnd(&mut self, tp: &mut TcpSock) -> u32 {
+        tp.reno_undo_cwnd()
+    }
+
     fn set_state(&mut self, _tp: &mut TcpSock, new_state: CaState) {
         if new_state == CaState::Open {
             self.enable();

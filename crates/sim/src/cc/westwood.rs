@@ -153,6 +153,14 @@ impl CongestionControl for Westwood {
         tp.reno_cong_avoid(acked);
     }
 
+    fn has_cong_avoid(&self) -> bool {
+        true
+    }
+
+    fn undo_cwnd(&mut self, tp: &mut TcpSock) -> u32 {
+        tp.reno_undo_cwnd()
+    }
+
     fn in_ack_event(&mut self, tp: &mut TcpSock, flags: u32) {
         self.update_window(tp);
         if flags & CA_ACK_SLOWPATH != 0 {
