@@ -792,21 +792,6 @@ impl CongestionControl for Bbr {
     fn wants_pacing(&self) -> bool {
         true
     }
-
-    fn debug_vars(&self) -> Vec<(&'static str, f64)> {
-        let bw_bps = self.bw() as f64 / BW_UNIT as f64 * 1e6;
-        vec![
-            ("mode", self.mode as u8 as f64),
-            ("bw_pkts_per_s", bw_bps),
-            ("min_rtt_us", if self.min_rtt_us == u32::MAX { 0.0 } else { self.min_rtt_us as f64 }),
-            ("pacing_gain", self.pacing_gain as f64 / BBR_UNIT as f64),
-            ("cwnd_gain", self.cwnd_gain as f64 / BBR_UNIT as f64),
-            ("cycle_idx", self.cycle_idx as f64),
-            ("full_bw_reached", self.full_bw_reached as u8 as f64),
-            ("lt_use_bw", self.lt_use_bw as u8 as f64),
-            ("extra_acked", self.extra_acked() as f64),
-        ]
-    }
 }
 
 #[cfg(test)]

@@ -210,10 +210,6 @@ impl CongestionControl for Bic {
                 self.delayed_ack.wrapping_add(sample.pkts_acked.wrapping_sub(self.delayed_ack >> ACK_RATIO_SHIFT));
         }
     }
-
-    fn debug_vars(&self) -> Vec<(&'static str, f64)> {
-        vec![("w_max", self.last_max_cwnd as f64), ("cnt", self.cnt as f64)]
-    }
 }
 
 #[cfg(test)]

@@ -389,14 +389,6 @@ impl CongestionControl for Cubic {
             self.hystart_update(tp, delay);
         }
     }
-
-    fn debug_vars(&self) -> Vec<(&'static str, f64)> {
-        vec![
-            ("w_max", self.last_max_cwnd as f64),
-            ("k_s", self.bic_k as f64 / 1024.0),
-            ("cnt", self.cnt as f64),
-        ]
-    }
 }
 
 #[cfg(test)]

@@ -329,10 +329,6 @@ impl CongestionControl for Cubic2008 {
             self.delay_min = delay;
         }
     }
-
-    fn debug_vars(&self) -> Vec<(&'static str, f64)> {
-        vec![("w_max", self.last_max_cwnd as f64), ("k_s", self.bic_k as f64 / 1024.0), ("cnt", self.cnt as f64)]
-    }
 }
 
 #[cfg(test)]

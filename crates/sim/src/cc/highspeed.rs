@@ -188,10 +188,6 @@ impl CongestionControl for HighSpeed {
     fn undo_cwnd(&mut self, tp: &mut TcpSock) -> u32 {
         tp.reno_undo_cwnd()
     }
-
-    fn debug_vars(&self) -> Vec<(&'static str, f64)> {
-        vec![("a", self.a() as f64), ("b", self.md() as f64 / 256.0)]
-    }
 }
 
 #[cfg(test)]

@@ -293,10 +293,6 @@ impl CongestionControl for Htcp {
             self.lasttime = now;
         }
     }
-
-    fn debug_vars(&self) -> Vec<(&'static str, f64)> {
-        vec![("alpha", self.alpha()), ("beta", self.beta())]
-    }
 }
 
 #[cfg(test)]

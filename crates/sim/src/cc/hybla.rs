@@ -164,10 +164,6 @@ impl CongestionControl for Hybla {
     fn set_state(&mut self, _tp: &mut TcpSock, new_state: CaState) {
         self.hybla_en = new_state == CaState::Open;
     }
-
-    fn debug_vars(&self) -> Vec<(&'static str, f64)> {
-        vec![("rho", self.rho()), ("rho2", self.rho2 as f64)]
-    }
 }
 
 #[cfg(test)]

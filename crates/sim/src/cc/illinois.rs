@@ -239,15 +239,6 @@ impl CongestionControl for Illinois {
         self.cnt_rtt = self.cnt_rtt.wrapping_add(1);
         self.sum_rtt += rtt as u64;
     }
-
-    fn debug_vars(&self) -> Vec<(&'static str, f64)> {
-        vec![
-            ("alpha", self.alpha as f64 / ALPHA_SCALE as f64),
-            ("beta", self.beta as f64 / BETA_SCALE as f64),
-            ("base_rtt_us", self.base_rtt as f64),
-            ("max_rtt_us", self.max_rtt as f64),
-        ]
-    }
 }
 
 #[cfg(test)]

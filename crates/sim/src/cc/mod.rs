@@ -442,11 +442,6 @@ pub trait CongestionControl: Send {
     fn sack(&self) -> Option<bool> {
         None
     }
-
-    /// Variables worth recording in the time series, as (name, value) pairs.
-    fn debug_vars(&self) -> Vec<(&'static str, f64)> {
-        Vec::new()
-    }
 }
 
 /// A socket in congestion avoidance for the algorithms' unit tests: MSS 1448,

@@ -414,10 +414,6 @@ impl CongestionControl for Rapid {
     fn wants_ack_every_segment(&self) -> bool {
         true
     }
-
-    fn debug_vars(&self) -> Vec<(&'static str, f64)> {
-        vec![("rate_bps", self.rate as f64), ("ab_estimate_bps", self.last_estimate_bps as f64)]
-    }
 }
 
 #[cfg(test)]

@@ -233,15 +233,6 @@ impl CongestionControl for Vegas {
     fn pkts_acked(&mut self, _tp: &mut TcpSock, sample: &AckSample) {
         self.v.pkts_acked(sample);
     }
-
-    fn debug_vars(&self) -> Vec<(&'static str, f64)> {
-        vec![
-            ("base_rtt_us", self.v.base_rtt as f64),
-            ("min_rtt_us", self.v.min_rtt as f64),
-            ("cnt_rtt", self.v.cnt_rtt as f64),
-            ("doing_vegas", self.v.doing_vegas_now as u8 as f64),
-        ]
-    }
 }
 
 #[cfg(test)]

@@ -156,10 +156,6 @@ impl CongestionControl for Veno {
     fn pkts_acked(&mut self, _tp: &mut TcpSock, sample: &AckSample) {
         self.v.pkts_acked(sample);
     }
-
-    fn debug_vars(&self) -> Vec<(&'static str, f64)> {
-        vec![("backlog", self.backlog()), ("base_rtt_us", self.v.base_rtt as f64)]
-    }
 }
 
 #[cfg(test)]

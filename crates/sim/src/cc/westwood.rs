@@ -194,13 +194,6 @@ impl CongestionControl for Westwood {
             self.rtt = usecs_to_jiffies(sample.rtt_us as u64, tp.hz) as u32;
         }
     }
-
-    fn debug_vars(&self) -> Vec<(&'static str, f64)> {
-        vec![
-            ("bw_est_bytes_per_jiffy", self.bw_est as f64),
-            ("rtt_min_jiffies", self.rtt_min as f64),
-        ]
-    }
 }
 
 #[cfg(test)]

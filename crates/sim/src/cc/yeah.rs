@@ -177,14 +177,6 @@ impl CongestionControl for Yeah {
     fn pkts_acked(&mut self, _tp: &mut TcpSock, sample: &AckSample) {
         self.v.pkts_acked(sample);
     }
-
-    fn debug_vars(&self) -> Vec<(&'static str, f64)> {
-        vec![
-            ("queue", self.last_q as f64),
-            ("doing_reno_now", self.doing_reno_now as f64),
-            ("reno_count", self.reno_count as f64),
-        ]
-    }
 }
 
 #[cfg(test)]
