@@ -28,7 +28,7 @@ use crate::minmax::MinMax;
 use crate::units::Time;
 
 pub use params::{CcaInfo, CcaParam, ParamValue, Params};
-pub use registry::{cca_catalogue, make_cca};
+pub use registry::{cca_catalogue, make_cca, CcaFactory};
 
 /// Linux TCP_INFINITE_SSTHRESH.
 pub const INFINITE_SSTHRESH: u32 = 0x7fff_ffff;

@@ -1,8 +1,9 @@
 //! The catalogue of algorithms (Linux's `tcp_cong_list`): every algorithm's
 //! catalogue entry and constructor, and `make_cca`, which finds an algorithm by
-//! name (Linux `tcp_ca_find`) and builds it with a parameter table. Unknown
-//! names are errors that list what is allowed; what a parameter is lives in
-//! `params.rs`.
+//! name (Linux `tcp_ca_find`), builds it with a parameter table and checks
+//! Linux's hook rule (`validate_hooks`). Unknown names are errors that list
+//! what is allowed; what a parameter is lives in `params.rs`. Algorithms from
+//! outside the engine (Python) come through a `CcaFactory`.
 
 use super::params::{CcaInfo, ParamValue, Params};
 use super::CongestionControl;
@@ -38,6 +39,19 @@ const ENTRIES: &[Entry] = &[
 /// Every algorithm the engine implements.
 pub fn cca_catalogue() -> Vec<CcaInfo> {
     ENTRIES.iter().map(|e| (e.info)()).collect()
+}
+
+/// Builds algorithms the engine does not know itself (e.g. ones written in
+/// Python): given a name and parameters, returns `None` if the name is not
+/// its own, or the algorithm (or an error naming the parameter). A simulation
+/// asks its factory first and `make_cca` second.
+pub trait CcaFactory: Send {
+    fn names(&self) -> Vec<String>;
+    fn build(
+        &self,
+        name: &str,
+        params: &BTreeMap<String, ParamValue>,
+    ) -> Option<Result<Box<dyn CongestionControl>, String>>;
 }
 
 /// Builds the algorithm called `name` with `params`.
