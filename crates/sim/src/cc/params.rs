@@ -69,8 +69,8 @@ pub struct CcaInfo {
 }
 
 impl CcaParam {
-    /// The catalogue entry of a parameter of type `T`; `range` as `T::bounds`
-    /// gives it.
+    /// The catalogue entry of a parameter of type `T`; `range` is (min, max) in
+    /// the catalogue's units, as `ParamType::bounds` or `FULL_RANGE` give it.
     pub fn new<T: ParamType>(name: &'static str, default: T, range: (f64, f64), doc: &'static str) -> CcaParam {
         CcaParam { name, default: default.to_value(), min: range.0, max: range.1, doc }
     }
