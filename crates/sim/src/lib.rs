@@ -11,6 +11,7 @@ pub mod cc;
 pub mod config;
 pub mod dist;
 pub mod event;
+pub mod minmax;
 pub mod net;
 pub mod packet;
 pub mod records;
@@ -20,8 +21,9 @@ pub mod tcp;
 pub mod traffic;
 pub mod units;
 
+pub use cc::CcaFactory;
 pub use config::{FlowConfig, NetworkConfig, RunConfig, SimConfig};
-pub use sim::{CcaFactory, FlowResult, LinkResult, RunResult, Simulation, UdpResult, WebResult};
+pub use sim::{FlowResult, LinkResult, RunResult, Simulation, UdpResult, WebResult};
 
 /// Runs a scenario to completion.
 pub fn run(cfg: SimConfig) -> Result<RunResult, String> {

@@ -2,7 +2,8 @@
 //! segments (every data segment carries one MSS except possibly the last of a
 //! finite transfer), which keeps SACK blocks and scoreboards in packet units as
 //! Linux counts cwnd. Wire sizes follow IPv4 + TCP with the timestamp option:
-//! a full segment of MSS 1448 is 1500 bytes on the wire.
+//! a full segment of MSS 1448 is 1500 bytes on the wire. Sequence numbers are
+//! 32-bit and wrap, so they are compared as Linux's `before()`/`after()` do.
 
 /// IPv4 (20) + TCP (20) + timestamp option (12, padded) header bytes.
 pub const HEADER_BYTES: u32 = 52;
@@ -13,6 +14,24 @@ pub const SYN_BYTES: u32 = 60;
 /// At most this many SACK blocks fit beside the timestamp option (Linux: 40 bytes
 /// of options - 12 for timestamps = 28 -> (28 - 4) / 8 = 3), D-SACK included.
 pub const MAX_SACK_BLOCKS: usize = 3;
+
+/// `a` is after `b` in 32-bit sequence space (Linux `after()`); also used for
+/// other wrapping 32-bit clocks such as jiffies and packet counters.
+pub fn seq_after(a: u32, b: u32) -> bool {
+    (a.wrapping_sub(b) as i32) > 0
+}
+
+/// `a` is before `b` in 32-bit sequence space (Linux `before()`).
+pub fn seq_before(a: u32, b: u32) -> bool {
+    (a.wrapping_sub(b) as i32) < 0
+}
+
+/// Linux `tcp_skb_sent_after`: a segment sent at `t1` (ending at `seq1`) went
+/// out after one sent at `t2` (ending at `seq2`); equal send times are told
+/// apart by sequence.
+pub fn sent_after(t1: u64, t2: u64, seq1: u32, seq2: u32) -> bool {
+    t1 > t2 || (t1 == t2 && seq_after(seq1, seq2))
+}
 
 /// A half-open range of segment numbers [start, end).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -208,5 +227,14 @@ mod tests {
         assert_eq!(s.wire_bytes(), 28);
         assert!(!s.push(SeqRange::new(7, 8)));
         assert!(std::mem::size_of::<Packet>() <= 64, "{}", std::mem::size_of::<Packet>());
+    }
+
+    #[test]
+    fn seq_compare_wraps() {
+        assert!(seq_after(1, u32::MAX));
+        assert!(seq_before(u32::MAX, 1));
+        assert!(!seq_after(5, 5));
+        assert!(sent_after(2, 1, 0, 9));
+        assert!(sent_after(1, 1, 10, 9) && !sent_after(1, 1, 9, 9));
     }
 }

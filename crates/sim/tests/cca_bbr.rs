@@ -1,4 +1,4 @@
-//! End-to-end checks of BBR v1 (`cc/bbr.rs`) on the dumbbell: link utilisation
+//! End-to-end checks of BBR v1 (`cc/bbr/`) on the dumbbell: link utilisation
 //! and the standing queue of one flow, PROBE_RTT's period, shallow buffers and
 //! random loss (where BBR keeps the link busy and loss-based algorithms do not),
 //! and sharing between two BBR flows. The expectations are BBR v1's documented

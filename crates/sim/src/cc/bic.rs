@@ -10,7 +10,7 @@
 //! ACKs the window grows twice as fast as the paper's increments; see
 //! `delayed_ack_ratio_speeds_growth`).
 
-use super::registry::{pbool, pint, CcaInfo, Params};
+use super::params::{declare_params, CcaInfo, Params};
 use super::{AckSample, CaState, CongestionControl, TcpSock};
 
 /// Fixed-point scale of `beta` (Linux BICTCP_BETA_SCALE).
@@ -24,32 +24,19 @@ const INITIAL_DELAYED_ACK: u32 = 2 << ACK_RATIO_SHIFT;
 /// Before the first loss, at least 5 % growth per RTT (cnt <= 20).
 const NO_LOSS_MAX_CNT: u32 = 20;
 
-/// Module parameters of `tcp_bic` with their Linux defaults.
-#[derive(Clone, Debug)]
-pub struct BicConfig {
-    pub fast_convergence: bool,
-    /// Largest increment per RTT during binary search and max probing (S_max).
-    pub max_increment: u32,
-    /// Reno behaviour up to this window.
-    pub low_window: u32,
-    /// Multiplicative decrease factor x 1024 (819 = 0.8).
-    pub beta: u32,
-    /// Initial ssthresh in packets (0 = leave the stack's, infinite).
-    pub initial_ssthresh: u32,
-    /// RTTs spent within B packets of W_max: the increment there is B / smooth_part.
-    pub smooth_part: u32,
-}
-
-impl Default for BicConfig {
-    fn default() -> Self {
-        BicConfig {
-            fast_convergence: true,
-            max_increment: 16,
-            low_window: 14,
-            beta: 819,
-            initial_ssthresh: 0,
-            smooth_part: 20,
-        }
+declare_params! {
+    /// Module parameters of `tcp_bic` with their Linux defaults.
+    pub struct BicConfig {
+        fast_convergence: bool = true, "lower W_max when a loss comes below the previous one";
+        /// 819 = 0.8 (BICTCP_BETA_SCALE = 1024).
+        beta: u32 = 819, range(1, 1023), "multiplicative decrease x 1024";
+        /// Also caps the increase during max probing.
+        max_increment: u32 = 16, range(1, 1 << 20), "largest increase per RTT (S_max), packets";
+        low_window: u32 = 14, range(0, 1 << 30), "Reno behaviour up to this cwnd";
+        /// The increment near W_max is BICTCP_B / smooth_part.
+        smooth_part: u32 = 20, range(1, 1 << 20), "RTTs spent within BICTCP_B packets of W_max";
+        /// 0 leaves the stack's.
+        initial_ssthresh: u32 = 0, range(0, 1 << 30), "initial ssthresh in packets (0: infinite)";
     }
 }
 
@@ -59,26 +46,12 @@ pub fn info() -> CcaInfo {
         description:
             "BIC: binary search towards the last loss window, max probing above it, beta 0.8, fast convergence",
         source: "Linux net/ipv4/tcp_bic.c; Xu, Harfoush, Rhee, INFOCOM 2004",
-        params: vec![
-            pbool("fast_convergence", true, "lower W_max when a loss comes below the previous one"),
-            pint("beta", 819, 1, 1023, "multiplicative decrease x 1024"),
-            pint("max_increment", 16, 1, 1 << 20, "largest increase per RTT (S_max), packets"),
-            pint("low_window", 14, 0, 1 << 30, "Reno behaviour up to this cwnd"),
-            pint("smooth_part", 20, 1, 1 << 20, "RTTs spent within BICTCP_B packets of W_max"),
-            pint("initial_ssthresh", 0, 0, 1 << 30, "initial ssthresh in packets (0: infinite)"),
-        ],
+        params: BicConfig::catalogue(),
     }
 }
 
 pub fn build(p: &Params) -> Box<dyn CongestionControl> {
-    Box::new(Bic::new(BicConfig {
-        fast_convergence: p.bool("fast_convergence"),
-        beta: p.u32("beta"),
-        max_increment: p.u32("max_increment"),
-        low_window: p.u32("low_window"),
-        smooth_part: p.u32("smooth_part"),
-        initial_ssthresh: p.u32("initial_ssthresh"),
-    }))
+    Box::new(Bic::new(BicConfig::from_params(p)))
 }
 
 pub struct Bic {
@@ -215,6 +188,14 @@ impl CongestionControl for Bic {
         tp.cong_avoid_ai(self.cnt, acked);
     }
 
+    fn has_cong_avoid(&self) -> bool {
+        true
+    }
+
+    fn undo_cwnd(&mut self, tp: &mut TcpSock) -> u32 {
+        tp.reno_undo_cwnd()
+    }
+
     fn set_state(&mut self, _tp: &mut TcpSock, new_state: CaState) {
         if new_state == CaState::Loss {
             self.reset();
@@ -228,10 +209,6 @@ impl CongestionControl for Bic {
             self.delayed_ack =
                 self.delayed_ack.wrapping_add(sample.pkts_acked.wrapping_sub(self.delayed_ack >> ACK_RATIO_SHIFT));
         }
-    }
-
-    fn debug_vars(&self) -> Vec<(&'static str, f64)> {
-        vec![("w_max", self.last_max_cwnd as f64), ("cnt", self.cnt as f64)]
     }
 }
 

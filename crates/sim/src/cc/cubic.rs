@@ -5,9 +5,9 @@
 //! to leave slow start. Integer maths and constants follow the kernel so that
 //! rounding (e.g. beta_scale = 15, the cube-root table) is the kernel's.
 
-use super::registry::{pbool, pint, CcaInfo, Params};
+use super::params::{declare_params, CcaInfo, Params};
 use super::{AckSample, CaEvent, CaState, CongestionControl, PacingStatus, TcpSock};
-use crate::tcp::rtt::seq_after;
+use crate::packet::seq_after;
 use crate::units::usecs_to_jiffies;
 
 /// Fixed-point scale of `beta` (Linux BICTCP_BETA_SCALE).
@@ -25,36 +25,23 @@ const HYSTART_DELAY_MAX_US: u32 = 16000;
 /// Linux GSO_MAX_SIZE default, used by `hystart_ack_delay`.
 const GSO_MAX_SIZE: u64 = 65536;
 
-/// Module parameters of `tcp_cubic` with their Linux defaults.
-#[derive(Clone, Debug)]
-pub struct CubicConfig {
-    pub fast_convergence: bool,
-    /// Multiplicative decrease factor x 1024 (717 = 0.7).
-    pub beta: u32,
-    /// Initial ssthresh in packets (0 = infinite); only used with HyStart off.
-    pub initial_ssthresh: u32,
-    /// C = bic_scale * 10 / 1024 (41 -> 0.4).
-    pub bic_scale: u32,
-    pub tcp_friendliness: bool,
-    pub hystart: bool,
-    pub hystart_detect: u32,
-    pub hystart_low_window: u32,
-    pub hystart_ack_delta_us: u32,
-}
-
-impl Default for CubicConfig {
-    fn default() -> Self {
-        CubicConfig {
-            fast_convergence: true,
-            beta: 717,
-            initial_ssthresh: 0,
-            bic_scale: 41,
-            tcp_friendliness: true,
-            hystart: true,
-            hystart_detect: HYSTART_ACK_TRAIN | HYSTART_DELAY,
-            hystart_low_window: 16,
-            hystart_ack_delta_us: 2000,
-        }
+declare_params! {
+    /// Module parameters of `tcp_cubic` (its `module_param`s) with their Linux defaults.
+    pub struct CubicConfig {
+        fast_convergence: bool = true, "release bandwidth faster when W_max shrinks";
+        /// 717 = 0.7 (BICTCP_BETA_SCALE = 1024).
+        beta: u32 = 717, range(1, 1023), "multiplicative decrease x 1024";
+        initial_ssthresh: u32 = 0, range(0, 1 << 30),
+            "initial ssthresh in packets when HyStart is off (0: infinite)";
+        /// 41 -> C = 0.4.
+        bic_scale: u32 = 41, range(1, 1 << 16), "C = bic_scale * 10 / 1024 packets/s^3";
+        tcp_friendliness: bool = true, "follow the emulated Reno window when it is larger";
+        hystart: bool = true, "leave slow start on ACK-train or delay-increase signals";
+        /// Bits HYSTART_ACK_TRAIN and HYSTART_DELAY.
+        hystart_detect: u32 = HYSTART_ACK_TRAIN | HYSTART_DELAY, range(0, 3),
+            "1: ACK train, 2: delay increase, 3: both";
+        hystart_low_window: u32 = 16, range(0, 1 << 30), "HyStart inactive below this cwnd";
+        hystart_ack_delta_us: u32 = 2000, range(0, 1_000_000), "ACKs closer than this form a train (us)";
     }
 }
 
@@ -63,32 +50,12 @@ pub fn info() -> CcaInfo {
         name: "cubic",
         description: "CUBIC: cubic window growth around W_max, beta 0.7, fast convergence, Reno-friendly region, HyStart",
         source: "Linux net/ipv4/tcp_cubic.c (v2.3); RFC 9438; Ha, Rhee, Xu 2008",
-        params: vec![
-            pbool("fast_convergence", true, "release bandwidth faster when W_max shrinks"),
-            pint("beta", 717, 1, 1023, "multiplicative decrease x 1024"),
-            pint("initial_ssthresh", 0, 0, 1 << 30, "initial ssthresh in packets when HyStart is off (0: infinite)"),
-            pint("bic_scale", 41, 1, 1 << 16, "C = bic_scale * 10 / 1024 packets/s^3"),
-            pbool("tcp_friendliness", true, "follow the emulated Reno window when it is larger"),
-            pbool("hystart", true, "leave slow start on ACK-train or delay-increase signals"),
-            pint("hystart_detect", 3, 0, 3, "1: ACK train, 2: delay increase, 3: both"),
-            pint("hystart_low_window", 16, 0, 1 << 30, "HyStart inactive below this cwnd"),
-            pint("hystart_ack_delta_us", 2000, 0, 1_000_000, "ACKs closer than this form a train (us)"),
-        ],
+        params: CubicConfig::catalogue(),
     }
 }
 
 pub fn build(p: &Params) -> Box<dyn CongestionControl> {
-    Box::new(Cubic::new(CubicConfig {
-        fast_convergence: p.bool("fast_convergence"),
-        beta: p.u32("beta"),
-        initial_ssthresh: p.u32("initial_ssthresh"),
-        bic_scale: p.u32("bic_scale"),
-        tcp_friendliness: p.bool("tcp_friendliness"),
-        hystart: p.bool("hystart"),
-        hystart_detect: p.u32("hystart_detect"),
-        hystart_low_window: p.u32("hystart_low_window"),
-        hystart_ack_delta_us: p.u32("hystart_ack_delta_us"),
-    }))
+    Box::new(Cubic::new(CubicConfig::from_params(p)))
 }
 
 /// Cube-root lookup of Linux `cubic_root`: v[x] = cbrt(x << 18) - 1 for x < 64.
@@ -377,6 +344,14 @@ impl CongestionControl for Cubic {
         tp.cong_avoid_ai(self.cnt, acked);
     }
 
+    fn has_cong_avoid(&self) -> bool {
+        true
+    }
+
+    fn undo_cwnd(&mut self, tp: &mut TcpSock) -> u32 {
+        tp.reno_undo_cwnd()
+    }
+
     fn set_state(&mut self, tp: &mut TcpSock, new_state: CaState) {
         if new_state == CaState::Loss {
             self.reset();
@@ -413,14 +388,6 @@ impl CongestionControl for Cubic {
         if !self.found && tp.in_slow_start() && self.cfg.hystart {
             self.hystart_update(tp, delay);
         }
-    }
-
-    fn debug_vars(&self) -> Vec<(&'static str, f64)> {
-        vec![
-            ("w_max", self.last_max_cwnd as f64),
-            ("k_s", self.bic_k as f64 / 1024.0),
-            ("cnt", self.cnt as f64),
-        ]
     }
 }
 

@@ -27,7 +27,7 @@
 //! square in 64 bits: the kernel squares in 32 bits, which overflows (and divides
 //! by zero) once W_max - cwnd exceeds about 50,000 packets.
 
-use super::registry::{pbool, pint, CcaInfo, Params};
+use super::params::{declare_params, CcaInfo, Params};
 use super::{AckSample, CaState, CongestionControl, TcpSock};
 
 /// Fixed-point scale of `beta` (Linux BICTCP_BETA_SCALE).
@@ -41,34 +41,21 @@ const INITIAL_DELAYED_ACK: u32 = 2 << ACK_RATIO_SHIFT;
 /// cnt before the first loss ("could be aggressive in slow start").
 const NO_LOSS_CNT: u32 = 50;
 
-/// Module parameters of 2.6.18's `tcp_cubic` with their defaults then.
-#[derive(Clone, Debug)]
-pub struct Cubic2008Config {
-    pub fast_convergence: bool,
-    /// Cap on the increase per RTT (S_max), packets per 100 ms as designed.
-    pub max_increment: u32,
-    /// Multiplicative decrease factor x 1024 (819 = 0.8).
-    pub beta: u32,
-    /// Initial ssthresh in packets (0 = leave the stack's, infinite).
-    pub initial_ssthresh: u32,
-    /// C x 1024 / 10 (41 -> C = 0.4).
-    pub bic_scale: u32,
-    pub tcp_friendliness: bool,
-    /// Apply the 2.6.19 "cubic scaling error" patch.
-    pub scaling_fix: bool,
-}
-
-impl Default for Cubic2008Config {
-    fn default() -> Self {
-        Cubic2008Config {
-            fast_convergence: true,
-            max_increment: 16,
-            beta: 819,
-            initial_ssthresh: 100,
-            bic_scale: 41,
-            tcp_friendliness: true,
-            scaling_fix: false,
-        }
+declare_params! {
+    /// Module parameters of 2.6.18's `tcp_cubic` with their defaults then.
+    pub struct Cubic2008Config {
+        fast_convergence: bool = true, "release bandwidth faster when W_max shrinks";
+        /// 819 = 0.8 (BICTCP_BETA_SCALE = 1024).
+        beta: u32 = 819, range(1, 1023), "multiplicative decrease x 1024";
+        /// Packets per 100 ms as designed (see the module doc for 2.6.18's units).
+        max_increment: u32 = 16, range(1, 1 << 20), "cap on the increase per RTT (S_max)";
+        /// 0 leaves the stack's.
+        initial_ssthresh: u32 = 100, range(0, 1 << 30), "initial ssthresh in packets (0: infinite)";
+        /// 41 -> C = 0.4.
+        bic_scale: u32 = 41, range(1, 1 << 16), "C = bic_scale * 10 / 1024 packets/s^3 (for K)";
+        tcp_friendliness: bool = true, "follow the emulated Reno window when it is larger";
+        /// The 2.6.19 "tcp: cubic scaling error" patch.
+        scaling_fix: bool = false, "apply the 2.6.19 fix of the cube scaling and delay units";
     }
 }
 
@@ -77,28 +64,12 @@ pub fn info() -> CcaInfo {
         name: "cubic-2008",
         description: "CUBIC v2.0 as Linux 2.6.18 ran it: beta 0.8, S_max 16, initial ssthresh 100, no HyStart, the old cube scaling (scaling_fix: the 2.6.19 patch)",
         source: "Linux 2.6.18 net/ipv4/tcp_cubic.c (v2.0); 2.6.19 'tcp: cubic scaling error'; Ha, Rhee, Xu 2008",
-        params: vec![
-            pbool("fast_convergence", true, "release bandwidth faster when W_max shrinks"),
-            pint("beta", 819, 1, 1023, "multiplicative decrease x 1024"),
-            pint("max_increment", 16, 1, 1 << 20, "cap on the increase per RTT (S_max)"),
-            pint("initial_ssthresh", 100, 0, 1 << 30, "initial ssthresh in packets (0: infinite)"),
-            pint("bic_scale", 41, 1, 1 << 16, "C = bic_scale * 10 / 1024 packets/s^3 (for K)"),
-            pbool("tcp_friendliness", true, "follow the emulated Reno window when it is larger"),
-            pbool("scaling_fix", false, "apply the 2.6.19 fix of the cube scaling and delay units"),
-        ],
+        params: Cubic2008Config::catalogue(),
     }
 }
 
 pub fn build(p: &Params) -> Box<dyn CongestionControl> {
-    Box::new(Cubic2008::new(Cubic2008Config {
-        fast_convergence: p.bool("fast_convergence"),
-        beta: p.u32("beta"),
-        max_increment: p.u32("max_increment"),
-        initial_ssthresh: p.u32("initial_ssthresh"),
-        bic_scale: p.u32("bic_scale"),
-        tcp_friendliness: p.bool("tcp_friendliness"),
-        scaling_fix: p.bool("scaling_fix"),
-    }))
+    Box::new(Cubic2008::new(Cubic2008Config::from_params(p)))
 }
 
 /// The cube root of 2.6.18 (`cubic_root`): Newton-Raphson from 2^(bits/3)
@@ -320,6 +291,10 @@ impl CongestionControl for Cubic2008 {
         }
     }
 
+    fn has_cong_avoid(&self) -> bool {
+        true
+    }
+
     fn undo_cwnd(&mut self, tp: &mut TcpSock) -> u32 {
         tp.cwnd.max(self.last_max_cwnd)
     }
@@ -353,10 +328,6 @@ impl CongestionControl for Cubic2008 {
         if self.delay_min == 0 || self.delay_min > delay {
             self.delay_min = delay;
         }
-    }
-
-    fn debug_vars(&self) -> Vec<(&'static str, f64)> {
-        vec![("w_max", self.last_max_cwnd as f64), ("k_s", self.bic_k as f64 / 1024.0), ("cnt", self.cnt as f64)]
     }
 }
 

@@ -7,7 +7,7 @@
 //! halves), and the increase is a(w)/cwnd per ACK, not per packet acknowledged,
 //! so with delayed ACKs the window grows half as fast as the RFC intends.
 
-use super::registry::{CcaInfo, Params};
+use super::params::{CcaInfo, Params};
 use super::{CongestionControl, TcpSock};
 
 /// One row of the AIMD table: the largest cwnd of the bin, and b(w) x 256.
@@ -181,8 +181,12 @@ impl CongestionControl for HighSpeed {
         }
     }
 
-    fn debug_vars(&self) -> Vec<(&'static str, f64)> {
-        vec![("a", self.a() as f64), ("b", self.md() as f64 / 256.0)]
+    fn has_cong_avoid(&self) -> bool {
+        true
+    }
+
+    fn undo_cwnd(&mut self, tp: &mut TcpSock) -> u32 {
+        tp.reno_undo_cwnd()
     }
 }
 

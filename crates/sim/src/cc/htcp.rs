@@ -9,7 +9,7 @@
 //! congestion events. Everything runs in jiffies and 7-bit fixed point, as in
 //! the kernel, and a spurious reduction restores the congestion-event timers.
 
-use super::registry::{pbool, CcaInfo, Params};
+use super::params::{declare_params, CcaInfo, Params};
 use super::{AckSample, CaState, CongestionControl, TcpSock};
 use crate::units::usecs_to_jiffies;
 
@@ -26,17 +26,11 @@ const ADAPTIVE_BETA_MIN_RTT_MS: u64 = 10;
 /// maxRTT fades towards minRTT by 5 % at each congestion event.
 const MAX_RTT_FADE_PERCENT: u32 = 95;
 
-#[derive(Clone, Debug)]
-pub struct HtcpConfig {
-    /// Scale alpha by minRTT / 100 ms (Linux `use_rtt_scaling`).
-    pub use_rtt_scaling: bool,
-    /// Reset beta to 0.5 when throughput changes by more than 20 % (`use_bandwidth_switch`).
-    pub use_bandwidth_switch: bool,
-}
-
-impl Default for HtcpConfig {
-    fn default() -> Self {
-        HtcpConfig { use_rtt_scaling: true, use_bandwidth_switch: true }
+declare_params! {
+    /// Module parameters of `tcp_htcp` with their Linux defaults.
+    pub struct HtcpConfig {
+        use_rtt_scaling: bool = true, "scale the increase by minRTT / 100 ms (clamped)";
+        use_bandwidth_switch: bool = true, "beta = 0.5 after a >20 % change in throughput";
     }
 }
 
@@ -45,18 +39,12 @@ pub fn info() -> CcaInfo {
         name: "htcp",
         description: "H-TCP: increase grows with time since the last loss (after 1 s), RTT-scaled; adaptive beta = minRTT/maxRTT in [0.5, 0.8]",
         source: "Linux net/ipv4/tcp_htcp.c; Shorten, Leith, PFLDnet 2004",
-        params: vec![
-            pbool("use_rtt_scaling", true, "scale the increase by minRTT / 100 ms (clamped)"),
-            pbool("use_bandwidth_switch", true, "beta = 0.5 after a >20 % change in throughput"),
-        ],
+        params: HtcpConfig::catalogue(),
     }
 }
 
 pub fn build(p: &Params) -> Box<dyn CongestionControl> {
-    Box::new(Htcp::new(HtcpConfig {
-        use_rtt_scaling: p.bool("use_rtt_scaling"),
-        use_bandwidth_switch: p.bool("use_bandwidth_switch"),
-    }))
+    Box::new(Htcp::new(HtcpConfig::from_params(p)))
 }
 
 /// Linux `msecs_to_jiffies` (rounds up).
@@ -237,6 +225,10 @@ impl CongestionControl for Htcp {
         self.pkts_acked = 1;
     }
 
+    fn has_cong_avoid(&self) -> bool {
+        true
+    }
+
     fn undo_cwnd(&mut self, tp: &mut TcpSock) -> u32 {
         if self.undo_last_cong != 0 {
             self.last_cong = self.undo_last_cong;
@@ -300,10 +292,6 @@ impl CongestionControl for Htcp {
             self.packetcount = 0;
             self.lasttime = now;
         }
-    }
-
-    fn debug_vars(&self) -> Vec<(&'static str, f64)> {
-        vec![("alpha", self.alpha()), ("beta", self.beta())]
     }
 }
 

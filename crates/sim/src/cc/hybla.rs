@@ -11,31 +11,36 @@
 //! loss is Reno's (ssthresh = cwnd/2) and outside the Open state it grows as
 //! Reno.
 
-use super::registry::{pint, CcaInfo, Params};
+use super::params::{declare_params, CcaInfo, Params};
 use super::{CaState, CongestionControl, TcpSock};
 
-/// Linux module parameter `rtt0`: the reference RTT in milliseconds.
-pub const RTT0_MS: u32 = 25;
 /// Linux sets `snd_cwnd_clamp` to 65535 packets.
 const CWND_CLAMP: u32 = 65535;
 /// 2^(k/8) x 128 for k = 0..7: the fractional part of 2^rho (Linux `hybla_fraction`).
 const FRACTIONS: [u32; 8] = [128, 139, 152, 165, 181, 197, 215, 234];
+
+declare_params! {
+    /// Module parameter of `tcp_hybla` with its Linux default.
+    pub struct HyblaConfig {
+        rtt0: u32 = 25, range(1, 10_000), "reference RTT in ms";
+    }
+}
 
 pub fn info() -> CcaInfo {
     CcaInfo {
         name: "hybla",
         description: "Hybla: Reno scaled to a 25 ms reference RTT; rho = RTT/RTT0 (>= 1), slow start +(2^rho - 1) and congestion avoidance +rho^2/cwnd per ACK",
         source: "Linux net/ipv4/tcp_hybla.c; Caini & Firrincieli, IJSCN 2004",
-        params: vec![pint("rtt0", RTT0_MS as i64, 1, 10_000, "reference RTT in ms")],
+        params: HyblaConfig::catalogue(),
     }
 }
 
 pub fn build(p: &Params) -> Box<dyn CongestionControl> {
-    Box::new(Hybla::new(p.u32("rtt0")))
+    Box::new(Hybla::new(HyblaConfig::from_params(p)))
 }
 
 pub struct Hybla {
-    rtt0_ms: u32,
+    cfg: HyblaConfig,
     /// Hybla's rules apply only in the Open state.
     hybla_en: bool,
     /// Fractions of a packet not yet added to cwnd, x 128.
@@ -50,9 +55,9 @@ pub struct Hybla {
 }
 
 impl Hybla {
-    pub fn new(rtt0_ms: u32) -> Hybla {
+    pub fn new(cfg: HyblaConfig) -> Hybla {
         Hybla {
-            rtt0_ms,
+            cfg,
             hybla_en: true,
             snd_cwnd_cents: 0,
             rho: 0,
@@ -70,7 +75,7 @@ impl Hybla {
 
     /// Linux `hybla_recalc_param`. srtt is kept x 8, so srtt_us8 / RTT0 is rho x 8.
     fn recalc_param(&mut self, tp: &TcpSock) {
-        self.rho_3ls = (tp.srtt_us8 / (self.rtt0_ms * 1000)).max(8);
+        self.rho_3ls = (tp.srtt_us8 / (self.cfg.rtt0 * 1000)).max(8);
         self.rho = self.rho_3ls >> 3;
         self.rho2_7ls = (self.rho_3ls * self.rho_3ls) << 1;
         self.rho2 = self.rho2_7ls >> 7;
@@ -148,12 +153,16 @@ impl CongestionControl for Hybla {
         tp.cwnd = tp.cwnd.min(tp.cwnd_clamp);
     }
 
-    fn set_state(&mut self, _tp: &mut TcpSock, new_state: CaState) {
-        self.hybla_en = new_state == CaState::Open;
+    fn has_cong_avoid(&self) -> bool {
+        true
     }
 
-    fn debug_vars(&self) -> Vec<(&'static str, f64)> {
-        vec![("rho", self.rho()), ("rho2", self.rho2 as f64)]
+    fn undo_cwnd(&mut self, tp: &mut TcpSock) -> u32 {
+        tp.reno_undo_cwnd()
+    }
+
+    fn set_state(&mut self, _tp: &mut TcpSock, new_state: CaState) {
+        self.hybla_en = new_state == CaState::Open;
     }
 }
 
@@ -167,7 +176,7 @@ mod tests {
         let mut tp = TcpSock::new(1448, 1000, 10);
         tp.srtt_us8 = rtt_ms * 1000 * 8;
         tp.is_cwnd_limited = true;
-        let mut h = Hybla::new(RTT0_MS);
+        let mut h = Hybla::new(HyblaConfig::default());
         h.init(&mut tp);
         (h, tp)
     }

@@ -11,9 +11,9 @@
 //! packets) it is Reno (alpha 1, beta 1/2); an RTO resets alpha and beta to
 //! Reno's. Fixed point as the kernel: alpha x 128, beta x 64.
 
-use super::registry::{pint, CcaInfo, Params};
+use super::params::{declare_params, CcaInfo, Params};
 use super::{AckSample, CaState, CongestionControl, TcpSock};
-use crate::tcp::rtt::seq_after;
+use crate::packet::seq_after;
 
 /// alpha is kept x 2^7 (Linux ALPHA_SHIFT).
 const ALPHA_SHIFT: u32 = 7;
@@ -30,29 +30,30 @@ const BETA_SCALE: u32 = 1 << BETA_SHIFT;
 pub const BETA_MIN: u32 = BETA_SCALE / 8;
 pub const BETA_MAX: u32 = BETA_SCALE / 2;
 pub const BETA_BASE: u32 = BETA_MAX;
-/// Linux module parameters `win_thresh` and `theta`.
-pub const WIN_THRESH: u32 = 15;
-pub const THETA: u32 = 5;
+declare_params! {
+    /// Module parameters of `tcp_illinois` with their Linux defaults.
+    pub struct IllinoisConfig {
+        win_thresh: u32 = 15, range(0, 1 << 30), "below this cwnd alpha = 1 and beta = 1/2 (Reno)";
+        /// Counted in a u8, as Linux's `rtt_low`.
+        theta: u32 = 5, range(0, 255), "low-delay RTTs before alpha may return to its maximum";
+    }
+}
 
 pub fn info() -> CcaInfo {
     CcaInfo {
         name: "illinois",
         description: "TCP-Illinois: AIMD with alpha in [0.3, 10] falling and beta in [1/8, 1/2] rising with the average queueing delay per RTT; Reno below 15 packets",
         source: "Linux net/ipv4/tcp_illinois.c; Liu, Basar, Srikant, Performance Evaluation 2008",
-        params: vec![
-            pint("win_thresh", WIN_THRESH as i64, 0, 1 << 30, "below this cwnd alpha = 1 and beta = 1/2 (Reno)"),
-            pint("theta", THETA as i64, 0, 255, "low-delay RTTs before alpha may return to its maximum"),
-        ],
+        params: IllinoisConfig::catalogue(),
     }
 }
 
 pub fn build(p: &Params) -> Box<dyn CongestionControl> {
-    Box::new(Illinois::new(p.u32("win_thresh"), p.u32("theta")))
+    Box::new(Illinois::new(IllinoisConfig::from_params(p)))
 }
 
 pub struct Illinois {
-    win_thresh: u32,
-    theta: u32,
+    cfg: IllinoisConfig,
     /// Sum and count of the RTT samples (us) of the current RTT.
     sum_rtt: u64,
     cnt_rtt: u16,
@@ -73,10 +74,9 @@ pub struct Illinois {
 }
 
 impl Illinois {
-    pub fn new(win_thresh: u32, theta: u32) -> Illinois {
+    pub fn new(cfg: IllinoisConfig) -> Illinois {
         Illinois {
-            win_thresh,
-            theta,
+            cfg,
             sum_rtt: 0,
             cnt_rtt: 0,
             base_rtt: 0x7fff_ffff,
@@ -125,7 +125,7 @@ impl Illinois {
             }
             // One good RTT must not bring back the full increase at once.
             self.rtt_low = self.rtt_low.wrapping_add(1);
-            if (self.rtt_low as u32) < self.theta {
+            if (self.rtt_low as u32) < self.cfg.theta {
                 return self.alpha;
             }
             self.rtt_low = 0;
@@ -154,7 +154,7 @@ impl Illinois {
 
     /// Linux `update_params`, once per RTT.
     fn update_params(&mut self, tp: &TcpSock) {
-        if tp.cwnd < self.win_thresh {
+        if tp.cwnd < self.cfg.win_thresh {
             self.alpha = ALPHA_BASE;
             self.beta = BETA_BASE;
         } else if self.cnt_rtt > 0 {
@@ -210,6 +210,14 @@ impl CongestionControl for Illinois {
         }
     }
 
+    fn has_cong_avoid(&self) -> bool {
+        true
+    }
+
+    fn undo_cwnd(&mut self, tp: &mut TcpSock) -> u32 {
+        tp.reno_undo_cwnd()
+    }
+
     fn set_state(&mut self, tp: &mut TcpSock, new_state: CaState) {
         if new_state == CaState::Loss {
             self.alpha = ALPHA_BASE;
@@ -231,15 +239,6 @@ impl CongestionControl for Illinois {
         self.cnt_rtt = self.cnt_rtt.wrapping_add(1);
         self.sum_rtt += rtt as u64;
     }
-
-    fn debug_vars(&self) -> Vec<(&'static str, f64)> {
-        vec![
-            ("alpha", self.alpha as f64 / ALPHA_SCALE as f64),
-            ("beta", self.beta as f64 / BETA_SCALE as f64),
-            ("base_rtt_us", self.base_rtt as f64),
-            ("max_rtt_us", self.max_rtt as f64),
-        ]
-    }
 }
 
 #[cfg(test)]
@@ -253,7 +252,7 @@ mod tests {
 
     /// An Illinois that has seen RTTs from 100 ms (base) to 200 ms (dm = 100 ms).
     fn with_history(tp: &mut TcpSock) -> Illinois {
-        let mut c = Illinois::new(WIN_THRESH, THETA);
+        let mut c = Illinois::new(IllinoisConfig::default());
         c.init(tp);
         c.pkts_acked(tp, &rtt_sample(100_000));
         c.pkts_acked(tp, &rtt_sample(200_000));
@@ -306,7 +305,7 @@ mod tests {
         rtt_with_delay(&mut c, &mut tp, 50_000);
         let congested = c.alpha();
         assert!(congested < ALPHA_SCALE);
-        for _ in 1..THETA {
+        for _ in 1..IllinoisConfig::default().theta {
             rtt_with_delay(&mut c, &mut tp, 0);
             assert_eq!(c.alpha(), congested);
         }

@@ -14,6 +14,7 @@ pub mod highspeed;
 pub mod htcp;
 pub mod hybla;
 pub mod illinois;
+pub mod params;
 pub mod rapid;
 pub mod registry;
 pub mod reno;
@@ -23,10 +24,11 @@ pub mod veno;
 pub mod westwood;
 pub mod yeah;
 
-use crate::tcp::rtt::MinMax;
+use crate::minmax::MinMax;
 use crate::units::Time;
 
-pub use registry::{cca_catalogue, make_cca, CcaInfo, CcaParam, ParamValue, Params};
+pub use params::{CcaInfo, CcaParam, ParamValue, Params};
+pub use registry::{cca_catalogue, make_cca, CcaFactory};
 
 /// Linux TCP_INFINITE_SSTHRESH.
 pub const INFINITE_SSTHRESH: u32 = 0x7fff_ffff;
@@ -364,9 +366,12 @@ impl TcpSock {
     }
 }
 
-/// Linux's `struct tcp_congestion_ops`. `ssthresh`, `undo_cwnd` and one of
-/// `cong_avoid` / `cong_control` are what an algorithm must provide; the other
-/// hooks default to doing nothing.
+/// Linux's `struct tcp_congestion_ops`. As Linux requires (see
+/// `registry::validate_hooks`), an algorithm provides `ssthresh` and
+/// `undo_cwnd` (required methods here) and at least one of `cong_avoid` and
+/// `cong_control`, saying which with `has_cong_avoid` / `has_cong_control`: the
+/// counterpart of the hooks a Linux module fills in. The other hooks default to
+/// doing nothing.
 pub trait CongestionControl: Send {
     /// The algorithm's name as `ccarena list ccas` shows it.
     fn name(&self) -> &str;
@@ -379,8 +384,14 @@ pub trait CongestionControl: Send {
     fn ssthresh(&mut self, tp: &mut TcpSock) -> u32;
 
     /// Grows cwnd on an ACK that delivered `acked` packets (`ack` is the new
-    /// cumulative ACK). Not called during CWR/Recovery, where PRR sets cwnd.
-    fn cong_avoid(&mut self, tp: &mut TcpSock, ack: u32, acked: u32);
+    /// cumulative ACK). Not called during CWR/Recovery, where PRR sets cwnd, nor
+    /// for an algorithm with `cong_control`, which need not implement it.
+    fn cong_avoid(&mut self, _tp: &mut TcpSock, _ack: u32, _acked: u32) {}
+
+    /// True if the algorithm implements `cong_avoid` (Linux: the hook is set).
+    fn has_cong_avoid(&self) -> bool {
+        false
+    }
 
     /// True if the algorithm controls cwnd and pacing itself on every ACK
     /// (`cong_control`, like BBR); the stack then skips PRR and `cong_avoid`.
@@ -391,10 +402,9 @@ pub trait CongestionControl: Send {
     /// Called on every ACK with the rate sample, if `has_cong_control`.
     fn cong_control(&mut self, _tp: &mut TcpSock, _rs: &RateSample) {}
 
-    /// The cwnd to restore when a reduction turns out to have been spurious.
-    fn undo_cwnd(&mut self, tp: &mut TcpSock) -> u32 {
-        tp.reno_undo_cwnd()
-    }
+    /// The cwnd to restore when a reduction turns out to have been spurious
+    /// (most algorithms answer `tp.reno_undo_cwnd()`, Linux `tcp_reno_undo_cwnd`).
+    fn undo_cwnd(&mut self, tp: &mut TcpSock) -> u32;
 
     /// Called before the congestion-avoidance state changes.
     fn set_state(&mut self, _tp: &mut TcpSock, _new_state: CaState) {}
@@ -431,11 +441,6 @@ pub trait CongestionControl: Send {
     /// off); `None` leaves the scenario's `tcp.sack` in force.
     fn sack(&self) -> Option<bool> {
         None
-    }
-
-    /// Variables worth recording in the time series, as (name, value) pairs.
-    fn debug_vars(&self) -> Vec<(&'static str, f64)> {
-        Vec::new()
     }
 }
 

@@ -41,60 +41,45 @@
 //! receive time (ns), standing in for the prototype's high-precision receive
 //! timestamps.
 
-use super::registry::{pbool, pfloat, pint, CcaInfo, Params};
+use super::params::{declare_params, CcaInfo, Params};
 use super::{AckArrival, CaState, CongestionControl, RateSample, TcpSock};
 use std::collections::VecDeque;
 
 /// Wire bytes of a full-size packet, the unit the probing rates are paced in.
 const PACKET_BYTES: u64 = 1500;
 
+declare_params! {
+    /// RAPID's settings; the module doc says which come from the sources and which are reconstructed.
+    pub struct RapidConfig {
+        pstream_len: u32 = 80, range(8, 4096), "packets per p-stream (N)";
+        rate_spread: f64 = 4.0, range(1.05, 64.0), "highest / lowest probing rate within a p-stream";
+        valid_excursion: u32 = 8, range(2, 1024), "consecutive increasing gaps that make an excursion";
+        gap_threshold_ns: i64 = 3000, range(0, 1_000_000),
+            "queueing-delay growth over the smoothing window that counts as increasing (ns)";
+        avg_window: u32 = 8, range(1, 256), "gaps averaged (sliding mean) before comparing; 1 disables";
+        ewma: f64 = 0.0, range(0.0, 0.999),
+            "EWMA weight of the old value for gap smoothing (0: off; the prototype also tried 0.875)";
+        gain: f64 = 1.0, range(0.01, 1.0), "fraction of the way from the current rate to the estimate per p-stream";
+        loss_beta: f64 = 0.8, range(0.0, 1.0),
+            "rate multiplier on entering Recovery or Loss (reconstructed; see the module doc)";
+        probe_in_recovery: bool = true,
+            "send p-streams in Recovery/Loss (false: the Linux prototype, which can starve a flow)";
+        /// Mbit/s.
+        max_rate_mbps: u64 = 100_000, range(1, 10_000_000), "upper bound of the average rate";
+    }
+}
+
 pub fn info() -> CcaInfo {
     CcaInfo {
         name: "rapid",
         description: "RAPID: rate-based, probes with p-streams of geometrically increasing rates and follows the available-bandwidth estimate",
         source: "Konda & Kaur, IEEE INFOCOM 2009; Yin, Kaur & Smith, 'TCP Rapid: From Theory to Practice' (UNC Linux prototype)",
-        params: vec![
-            pint("pstream_len", 80, 8, 4096, "packets per p-stream (N)"),
-            pfloat("rate_spread", 4.0, 1.05, 64.0, "highest / lowest probing rate within a p-stream"),
-            pint("valid_excursion", 8, 2, 1024, "consecutive increasing gaps that make an excursion"),
-            pint("gap_threshold_ns", 3000, 0, 1_000_000, "queueing-delay growth over the smoothing window that counts as increasing (ns)"),
-            pint("avg_window", 8, 1, 256, "gaps averaged (sliding mean) before comparing; 1 disables"),
-            pfloat("ewma", 0.0, 0.0, 0.999, "EWMA weight of the old value for gap smoothing (0: off; the prototype also tried 0.875)"),
-            pfloat("gain", 1.0, 0.01, 1.0, "fraction of the way from the current rate to the estimate per p-stream"),
-            pfloat("loss_beta", 0.8, 0.0, 1.0, "rate multiplier on entering Recovery or Loss (reconstructed; see the module doc)"),
-            pbool("probe_in_recovery", true, "send p-streams in Recovery/Loss (false: the Linux prototype, which can starve a flow)"),
-            pint("max_rate_mbps", 100_000, 1, 10_000_000, "upper bound of the average rate"),
-        ],
+        params: RapidConfig::catalogue(),
     }
 }
 
 pub fn build(p: &Params) -> Box<dyn CongestionControl> {
-    Box::new(Rapid::new(RapidConfig {
-        pstream_len: p.u32("pstream_len").max(2),
-        rate_spread: p.float("rate_spread"),
-        valid_excursion: p.u32("valid_excursion"),
-        gap_threshold_ns: p.int("gap_threshold_ns"),
-        avg_window: p.u32("avg_window").max(1),
-        ewma: p.float("ewma"),
-        gain: p.float("gain"),
-        loss_beta: p.float("loss_beta"),
-        probe_in_recovery: p.bool("probe_in_recovery"),
-        max_rate_bps: p.int("max_rate_mbps") as u64 * 1_000_000,
-    }))
-}
-
-#[derive(Clone, Debug)]
-pub struct RapidConfig {
-    pub pstream_len: u32,
-    pub rate_spread: f64,
-    pub valid_excursion: u32,
-    pub gap_threshold_ns: i64,
-    pub avg_window: u32,
-    pub ewma: f64,
-    pub gain: f64,
-    pub loss_beta: f64,
-    pub probe_in_recovery: bool,
-    pub max_rate_bps: u64,
+    Box::new(Rapid::new(RapidConfig::from_params(p)))
 }
 
 /// The estimator's settings (a subset of the configuration).
@@ -234,6 +219,10 @@ impl Rapid {
         self.rate
     }
 
+    fn max_rate_bps(&self) -> u64 {
+        self.cfg.max_rate_mbps * 1_000_000
+    }
+
     fn probing_allowed(&self, tp: &TcpSock) -> bool {
         self.cfg.probe_in_recovery || matches!(tp.ca_state, CaState::Open | CaState::Disorder)
     }
@@ -304,7 +293,7 @@ impl Rapid {
         self.estimates += 1;
         self.last_estimate_bps = ab;
         let next = self.rate as f64 + self.cfg.gain * (ab as f64 - self.rate as f64);
-        self.rate = (next.max(1.0) as u64).clamp(100_000, self.cfg.max_rate_bps);
+        self.rate = (next.max(1.0) as u64).clamp(100_000, self.max_rate_bps());
     }
 }
 
@@ -316,7 +305,7 @@ impl CongestionControl for Rapid {
     fn init(&mut self, tp: &mut TcpSock) {
         // Start at the rate of an initial window per RTT.
         let srtt = tp.srtt_us().max(1) as u64;
-        self.rate = (tp.cwnd as u64 * PACKET_BYTES * 8 * 1_000_000 / srtt).clamp(100_000, self.cfg.max_rate_bps);
+        self.rate = (tp.cwnd as u64 * PACKET_BYTES * 8 * 1_000_000 / srtt).clamp(100_000, self.max_rate_bps());
         Self::set_pacing(tp, self.rate);
         tp.ssthresh = super::INFINITE_SSTHRESH;
         self.update_cwnd(tp);
@@ -326,8 +315,6 @@ impl CongestionControl for Rapid {
         // Rate-based: the window is not the control; keep it as it is.
         tp.cwnd
     }
-
-    fn cong_avoid(&mut self, _tp: &mut TcpSock, _ack: u32, _acked: u32) {}
 
     fn has_cong_control(&self) -> bool {
         true
@@ -426,10 +413,6 @@ impl CongestionControl for Rapid {
 
     fn wants_ack_every_segment(&self) -> bool {
         true
-    }
-
-    fn debug_vars(&self) -> Vec<(&'static str, f64)> {
-        vec![("rate_bps", self.rate as f64), ("ab_estimate_bps", self.last_estimate_bps as f64)]
     }
 }
 

@@ -1,62 +1,13 @@
-//! The catalogue of algorithms: names, one-line descriptions, sources, and
-//! their tunable parameters with defaults, plus the constructor that turns a
-//! name and parameter table into an algorithm. Unknown names or parameters are
-//! errors that list what is allowed.
+//! The catalogue of algorithms (Linux's `tcp_cong_list`): every algorithm's
+//! catalogue entry and constructor, and `make_cca`, which finds an algorithm by
+//! name (Linux `tcp_ca_find`), builds it with a parameter table and checks
+//! Linux's hook rule (`validate_hooks`). Unknown names are errors that list
+//! what is allowed; what a parameter is lives in `params.rs`. Algorithms from
+//! outside the engine (Python) come through a `CcaFactory`.
 
+use super::params::{CcaInfo, ParamValue, Params};
 use super::CongestionControl;
-use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-
-/// A parameter value as scenarios give it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(untagged)]
-pub enum ParamValue {
-    Bool(bool),
-    Int(i64),
-    Float(f64),
-}
-
-impl std::fmt::Display for ParamValue {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            ParamValue::Bool(b) => write!(f, "{b}"),
-            ParamValue::Int(i) => write!(f, "{i}"),
-            ParamValue::Float(x) => write!(f, "{x}"),
-        }
-    }
-}
-
-/// A tunable of an algorithm.
-#[derive(Clone, Debug, Serialize)]
-pub struct CcaParam {
-    pub name: &'static str,
-    pub default: ParamValue,
-    /// Inclusive range for numbers; ignored for booleans.
-    pub min: f64,
-    pub max: f64,
-    pub doc: &'static str,
-}
-
-/// What `ccarena list ccas` shows about an algorithm.
-#[derive(Clone, Debug, Serialize)]
-pub struct CcaInfo {
-    pub name: &'static str,
-    pub description: &'static str,
-    pub source: &'static str,
-    pub params: Vec<CcaParam>,
-}
-
-pub fn pbool(name: &'static str, default: bool, doc: &'static str) -> CcaParam {
-    CcaParam { name, default: ParamValue::Bool(default), min: 0.0, max: 1.0, doc }
-}
-
-pub fn pint(name: &'static str, default: i64, min: i64, max: i64, doc: &'static str) -> CcaParam {
-    CcaParam { name, default: ParamValue::Int(default), min: min as f64, max: max as f64, doc }
-}
-
-pub fn pfloat(name: &'static str, default: f64, min: f64, max: f64, doc: &'static str) -> CcaParam {
-    CcaParam { name, default: ParamValue::Float(default), min, max, doc }
-}
 
 /// One algorithm: its catalogue entry and its constructor. Each algorithm's
 /// file provides both (`info()` and `build()`); adding an algorithm is one line
@@ -90,73 +41,17 @@ pub fn cca_catalogue() -> Vec<CcaInfo> {
     ENTRIES.iter().map(|e| (e.info)()).collect()
 }
 
-/// Reads validated parameters of one algorithm.
-pub struct Params<'a> {
-    cca: &'a str,
-    given: &'a BTreeMap<String, ParamValue>,
-    spec: Vec<CcaParam>,
-}
-
-impl<'a> Params<'a> {
-    pub fn new(cca: &'a str, given: &'a BTreeMap<String, ParamValue>, spec: Vec<CcaParam>) -> Result<Self, String> {
-        for (k, v) in given {
-            let Some(p) = spec.iter().find(|p| p.name == k) else {
-                let allowed: Vec<_> = spec.iter().map(|p| p.name).collect();
-                return Err(format!(
-                    "cca_params.{k}: unknown parameter for {cca}; allowed: {}",
-                    if allowed.is_empty() { "none".to_string() } else { allowed.join(", ") }
-                ));
-            };
-            let ok = match (&p.default, v) {
-                (ParamValue::Bool(_), ParamValue::Bool(_)) => true,
-                (ParamValue::Bool(_), _) => {
-                    return Err(format!("cca_params.{k}: must be true or false, got {v}"));
-                }
-                (ParamValue::Int(_), ParamValue::Int(i)) => (*i as f64) >= p.min && (*i as f64) <= p.max,
-                (ParamValue::Int(_), _) => {
-                    return Err(format!("cca_params.{k}: must be an integer in {}..{}, got {v}", p.min, p.max));
-                }
-                (ParamValue::Float(_), ParamValue::Float(x)) => *x >= p.min && *x <= p.max,
-                (ParamValue::Float(_), ParamValue::Int(i)) => (*i as f64) >= p.min && (*i as f64) <= p.max,
-                (ParamValue::Float(_), _) => false,
-            };
-            if !ok {
-                return Err(format!("cca_params.{k}: must be in {}..{}, got {v}", p.min, p.max));
-            }
-        }
-        Ok(Params { cca, given, spec })
-    }
-
-    fn value(&self, name: &str) -> &ParamValue {
-        self.given
-            .get(name)
-            .or_else(|| self.spec.iter().find(|p| p.name == name).map(|p| &p.default))
-            .unwrap_or_else(|| panic!("{}: parameter {name} missing from its own spec", self.cca))
-    }
-
-    pub fn bool(&self, name: &str) -> bool {
-        matches!(self.value(name), ParamValue::Bool(true))
-    }
-
-    pub fn int(&self, name: &str) -> i64 {
-        match self.value(name) {
-            ParamValue::Int(i) => *i,
-            ParamValue::Float(x) => *x as i64,
-            ParamValue::Bool(b) => *b as i64,
-        }
-    }
-
-    pub fn u32(&self, name: &str) -> u32 {
-        self.int(name) as u32
-    }
-
-    pub fn float(&self, name: &str) -> f64 {
-        match self.value(name) {
-            ParamValue::Int(i) => *i as f64,
-            ParamValue::Float(x) => *x,
-            ParamValue::Bool(b) => *b as u8 as f64,
-        }
-    }
+/// Builds algorithms the engine does not know itself (e.g. ones written in
+/// Python): given a name and parameters, returns `None` if the name is not
+/// its own, or the algorithm (or an error naming the parameter). A simulation
+/// asks its factory first and `make_cca` second.
+pub trait CcaFactory: Send {
+    fn names(&self) -> Vec<String>;
+    fn build(
+        &self,
+        name: &str,
+        params: &BTreeMap<String, ParamValue>,
+    ) -> Option<Result<Box<dyn CongestionControl>, String>>;
 }
 
 /// Builds the algorithm called `name` with `params`.
@@ -167,12 +62,73 @@ pub fn make_cca(name: &str, params: &BTreeMap<String, ParamValue>) -> Result<Box
         return Err(format!("cca: unknown congestion control '{name}'; allowed: {}", names.join(", ")));
     };
     let p = Params::new(name, params, (entry.info)().params)?;
-    Ok((entry.build)(&p))
+    let ca = (entry.build)(&p);
+    validate_hooks(ca.as_ref())?;
+    Ok(ca)
+}
+
+/// Linux `tcp_validate_congestion_control`: an algorithm must provide
+/// `ssthresh`, `undo_cwnd`, and `cong_avoid` or `cong_control`. The first two
+/// are required methods of the trait, so only the last choice is left to check.
+pub fn validate_hooks(ca: &dyn CongestionControl) -> Result<(), String> {
+    if !ca.has_cong_avoid() && !ca.has_cong_control() {
+        return Err(format!("cca: {} provides neither cong_avoid nor cong_control", ca.name()));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cc::TcpSock;
+
+    /// What registering `entry` checks: the catalogue entry's parameters build
+    /// an algorithm of the same name that follows Linux's hook rule.
+    fn check_entry(entry: &Entry) -> Result<(), String> {
+        let info = (entry.info)();
+        let none = BTreeMap::new();
+        let ca = (entry.build)(&Params::new(info.name, &none, info.params)?);
+        if ca.name() != info.name {
+            return Err(format!("cca: {} builds an algorithm called {}", info.name, ca.name()));
+        }
+        validate_hooks(ca.as_ref())
+    }
+
+    #[test]
+    fn every_registered_algorithm_follows_the_hook_rule() {
+        for e in ENTRIES {
+            check_entry(e).unwrap();
+        }
+    }
+
+    /// Provides `ssthresh` and `undo_cwnd` but sets cwnd in neither hook.
+    struct NoCwndHook;
+
+    impl CongestionControl for NoCwndHook {
+        fn name(&self) -> &str {
+            "none"
+        }
+        fn ssthresh(&mut self, tp: &mut TcpSock) -> u32 {
+            tp.reno_ssthresh()
+        }
+        fn undo_cwnd(&mut self, tp: &mut TcpSock) -> u32 {
+            tp.reno_undo_cwnd()
+        }
+    }
+
+    fn info_none() -> CcaInfo {
+        CcaInfo { name: "none", description: "", source: "", params: vec![] }
+    }
+
+    fn build_none(_p: &Params) -> Box<dyn CongestionControl> {
+        Box::new(NoCwndHook)
+    }
+
+    #[test]
+    fn an_algorithm_without_cong_avoid_or_cong_control_is_refused() {
+        let e = check_entry(&Entry { info: info_none, build: build_none }).err().unwrap();
+        assert_eq!(e, "cca: none provides neither cong_avoid nor cong_control");
+    }
 
     #[test]
     fn unknown_names_list_the_allowed_ones() {

@@ -4,7 +4,7 @@
 //! recovers with SACK (RACK + PRR) or NewReno depends on the `sack` setting of
 //! the TCP stack, not on this file.
 
-use super::registry::{CcaInfo, Params};
+use super::params::{CcaInfo, Params};
 use super::{CongestionControl, TcpSock};
 
 #[derive(Default)]
@@ -54,6 +54,14 @@ impl CongestionControl for Reno {
 
     fn cong_avoid(&mut self, tp: &mut TcpSock, _ack: u32, acked: u32) {
         tp.reno_cong_avoid(acked);
+    }
+
+    fn has_cong_avoid(&self) -> bool {
+        true
+    }
+
+    fn undo_cwnd(&mut self, tp: &mut TcpSock) -> u32 {
+        tp.reno_undo_cwnd()
     }
 
     fn sack(&self) -> Option<bool> {

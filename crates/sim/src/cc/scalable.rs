@@ -5,7 +5,7 @@
 //! w = min(cwnd, 100)); below 100 it grows like Reno. A loss takes 1/8 off, so
 //! recovering from a loss takes ln(8/7)/ln(1.01) = 13.4 RTTs at any window.
 
-use super::registry::{CcaInfo, Params};
+use super::params::{CcaInfo, Params};
 use super::{CongestionControl, TcpSock};
 
 /// Linux TCP_SCALABLE_AI_CNT: +1 packet per this many acknowledged (a = 0.01).
@@ -51,6 +51,14 @@ impl CongestionControl for Scalable {
             }
         }
         tp.cong_avoid_ai(tp.cwnd.min(AI_CNT), acked);
+    }
+
+    fn has_cong_avoid(&self) -> bool {
+        true
+    }
+
+    fn undo_cwnd(&mut self, tp: &mut TcpSock) -> u32 {
+        tp.reno_undo_cwnd()
     }
 }
 

@@ -10,32 +10,33 @@
 //! Open state, and on loss (ssthresh = cwnd/2) it is Reno. The RTT bookkeeping
 //! (`VegasState`) is what Linux exports from this module for YeAH and Veno.
 
-use super::registry::{pint, CcaInfo, Params};
+use super::params::{declare_params, CcaInfo, Params};
 use super::{AckSample, CaEvent, CaState, CongestionControl, TcpSock};
-use crate::tcp::rtt::seq_after;
+use crate::packet::seq_after;
 
-/// Linux module parameters `alpha`, `beta`, `gamma` of `tcp_vegas.c`, packets.
-pub const ALPHA: u32 = 2;
-pub const BETA: u32 = 4;
-pub const GAMMA: u32 = 1;
 /// Linux's "no sample yet" value for `minRTT` / `baseRTT` (0x7fffffff us).
 pub const RTT_UNSET: u32 = 0x7fff_ffff;
+
+declare_params! {
+    /// Module parameters of `tcp_vegas` with their Linux defaults, in packets.
+    pub struct VegasConfig {
+        alpha: u32 = 2, range(0, 1 << 20), "grow cwnd while fewer than alpha packets are queued";
+        beta: u32 = 4, range(0, 1 << 20), "shrink cwnd while more than beta packets are queued";
+        gamma: u32 = 1, range(0, 1 << 20), "leave slow start when more than gamma packets are queued";
+    }
+}
 
 pub fn info() -> CcaInfo {
     CcaInfo {
         name: "vegas",
         description: "Vegas: delay-based, keeps alpha..beta packets queued (+/-1 packet per RTT), leaves slow start when more than gamma are queued, Reno on loss",
         source: "Linux net/ipv4/tcp_vegas.c; Brakmo & Peterson, IEEE JSAC 1995",
-        params: vec![
-            pint("alpha", ALPHA as i64, 0, 1 << 20, "grow cwnd while fewer than alpha packets are queued"),
-            pint("beta", BETA as i64, 0, 1 << 20, "shrink cwnd while more than beta packets are queued"),
-            pint("gamma", GAMMA as i64, 0, 1 << 20, "leave slow start when more than gamma packets are queued"),
-        ],
+        params: VegasConfig::catalogue(),
     }
 }
 
 pub fn build(p: &Params) -> Box<dyn CongestionControl> {
-    Box::new(Vegas::new(p.u32("alpha"), p.u32("beta"), p.u32("gamma")))
+    Box::new(Vegas::new(VegasConfig::from_params(p)))
 }
 
 /// Linux `struct vegas` with the helpers `tcp_vegas.h` exports
@@ -134,15 +135,13 @@ impl VegasState {
 }
 
 pub struct Vegas {
-    alpha: u32,
-    beta: u32,
-    gamma: u32,
+    cfg: VegasConfig,
     v: VegasState,
 }
 
 impl Vegas {
-    pub fn new(alpha: u32, beta: u32, gamma: u32) -> Vegas {
-        Vegas { alpha, beta, gamma, v: VegasState::default() }
+    pub fn new(cfg: VegasConfig) -> Vegas {
+        Vegas { cfg, v: VegasState::default() }
     }
 
     pub fn state(&self) -> &VegasState {
@@ -159,17 +158,17 @@ impl Vegas {
         // Packets this flow keeps in the queue (u32 arithmetic, as Linux).
         let diff = tp.cwnd.wrapping_mul(rtt.wrapping_sub(base)) / base;
 
-        if diff > self.gamma && tp.in_slow_start() {
+        if diff > self.cfg.gamma && tp.in_slow_start() {
             // Too fast for slow start: match the achieved rate (+1 for the
             // truncation) and continue in congestion avoidance.
             tp.cwnd = tp.cwnd.min(target_cwnd.wrapping_add(1));
             tp.ssthresh = tp.ssthresh.min(tp.cwnd);
         } else if tp.in_slow_start() {
             tp.slow_start(acked);
-        } else if diff > self.beta {
+        } else if diff > self.cfg.beta {
             tp.cwnd -= 1;
             tp.ssthresh = tp.ssthresh.min(tp.cwnd);
-        } else if diff < self.alpha {
+        } else if diff < self.cfg.alpha {
             tp.cwnd += 1;
         }
 
@@ -215,6 +214,14 @@ impl CongestionControl for Vegas {
         }
     }
 
+    fn has_cong_avoid(&self) -> bool {
+        true
+    }
+
+    fn undo_cwnd(&mut self, tp: &mut TcpSock) -> u32 {
+        tp.reno_undo_cwnd()
+    }
+
     fn set_state(&mut self, tp: &mut TcpSock, new_state: CaState) {
         self.v.set_state(tp, new_state);
     }
@@ -225,15 +232,6 @@ impl CongestionControl for Vegas {
 
     fn pkts_acked(&mut self, _tp: &mut TcpSock, sample: &AckSample) {
         self.v.pkts_acked(sample);
-    }
-
-    fn debug_vars(&self) -> Vec<(&'static str, f64)> {
-        vec![
-            ("base_rtt_us", self.v.base_rtt as f64),
-            ("min_rtt_us", self.v.min_rtt as f64),
-            ("cnt_rtt", self.v.cnt_rtt as f64),
-            ("doing_vegas", self.v.doing_vegas_now as u8 as f64),
-        ]
     }
 }
 
@@ -250,7 +248,7 @@ pub(crate) mod tests {
     /// sample of 10 ms), with `snd_nxt` = 1000 and the RTT boundary at 0.
     fn established(cwnd: u32, ssthresh: u32) -> (Vegas, TcpSock) {
         let mut tp = crate::cc::test_sock(1000, cwnd, ssthresh);
-        let mut v = Vegas::new(ALPHA, BETA, GAMMA);
+        let mut v = Vegas::new(VegasConfig::default());
         v.init(&mut tp);
         v.pkts_acked(&mut tp, &rtt_sample(10_000));
         v.v.start_next_rtt();

@@ -8,7 +8,7 @@
 //! per RTT), the sample count that enables Veno is never cleared, and N is kept
 //! with one fractional bit.
 
-use super::registry::{CcaInfo, Params};
+use super::params::{CcaInfo, Params};
 use super::vegas::{VegasState, RTT_UNSET};
 use super::{AckSample, CaEvent, CaState, CongestionControl, TcpSock};
 
@@ -131,6 +131,14 @@ impl CongestionControl for Veno {
         self.v.min_rtt = RTT_UNSET;
     }
 
+    fn has_cong_avoid(&self) -> bool {
+        true
+    }
+
+    fn undo_cwnd(&mut self, tp: &mut TcpSock) -> u32 {
+        tp.reno_undo_cwnd()
+    }
+
     fn set_state(&mut self, _tp: &mut TcpSock, new_state: CaState) {
         if new_state == CaState::Open {
             self.enable();
@@ -147,10 +155,6 @@ impl CongestionControl for Veno {
 
     fn pkts_acked(&mut self, _tp: &mut TcpSock, sample: &AckSample) {
         self.v.pkts_acked(sample);
-    }
-
-    fn debug_vars(&self) -> Vec<(&'static str, f64)> {
-        vec![("backlog", self.backlog()), ("base_rtt_us", self.v.base_rtt as f64)]
     }
 }
 

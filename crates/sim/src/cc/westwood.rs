@@ -11,7 +11,7 @@
 //! the per-ACK RTT samples (reset after an RTO), and Reno's halving still
 //! applies at the start of recovery.
 
-use super::registry::{CcaInfo, Params};
+use super::params::{CcaInfo, Params};
 use super::{AckSample, CaEvent, CongestionControl, TcpSock, CA_ACK_SLOWPATH};
 use crate::units::usecs_to_jiffies;
 
@@ -153,6 +153,14 @@ impl CongestionControl for Westwood {
         tp.reno_cong_avoid(acked);
     }
 
+    fn has_cong_avoid(&self) -> bool {
+        true
+    }
+
+    fn undo_cwnd(&mut self, tp: &mut TcpSock) -> u32 {
+        tp.reno_undo_cwnd()
+    }
+
     fn in_ack_event(&mut self, tp: &mut TcpSock, flags: u32) {
         self.update_window(tp);
         if flags & CA_ACK_SLOWPATH != 0 {
@@ -185,13 +193,6 @@ impl CongestionControl for Westwood {
         if sample.rtt_us > 0 {
             self.rtt = usecs_to_jiffies(sample.rtt_us as u64, tp.hz) as u32;
         }
-    }
-
-    fn debug_vars(&self) -> Vec<(&'static str, f64)> {
-        vec![
-            ("bw_est_bytes_per_jiffy", self.bw_est as f64),
-            ("rtt_min_jiffies", self.rtt_min as f64),
-        ]
     }
 }
 

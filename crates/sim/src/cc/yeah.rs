@@ -11,10 +11,10 @@
 //! (between cwnd/2^delta and cwnd/2), unless it has been slow for rho RTTs in a
 //! row, a sign of competing Reno traffic, in which case it halves like Reno.
 
-use super::registry::{CcaInfo, Params};
+use super::params::{CcaInfo, Params};
 use super::vegas::VegasState;
 use super::{AckSample, CaEvent, CaState, CongestionControl, TcpSock};
-use crate::tcp::rtt::seq_after;
+use crate::packet::seq_after;
 
 // Constants of `tcp_yeah.c` (#defines, not module parameters).
 /// Packets queued at the bottleneck above which YeAH leaves fast mode.
@@ -158,6 +158,14 @@ impl CongestionControl for Yeah {
         }
     }
 
+    fn has_cong_avoid(&self) -> bool {
+        true
+    }
+
+    fn undo_cwnd(&mut self, tp: &mut TcpSock) -> u32 {
+        tp.reno_undo_cwnd()
+    }
+
     fn set_state(&mut self, tp: &mut TcpSock, new_state: CaState) {
         self.v.set_state(tp, new_state);
     }
@@ -168,14 +176,6 @@ impl CongestionControl for Yeah {
 
     fn pkts_acked(&mut self, _tp: &mut TcpSock, sample: &AckSample) {
         self.v.pkts_acked(sample);
-    }
-
-    fn debug_vars(&self) -> Vec<(&'static str, f64)> {
-        vec![
-            ("queue", self.last_q as f64),
-            ("doing_reno_now", self.doing_reno_now as f64),
-            ("reno_count", self.reno_count as f64),
-        ]
     }
 }
 

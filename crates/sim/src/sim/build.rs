@@ -6,8 +6,7 @@
 //! share it (web traffic).
 
 use super::{route, DelayedLeg, Flow, Hop, Route, Simulation, UdpFlow, WebSlot, WebSource};
-use super::CcaFactory;
-use crate::cc::{make_cca, CongestionControl};
+use crate::cc::{make_cca, CcaFactory, CongestionControl};
 use crate::config::SimConfig;
 use crate::event::{Event, EventQueue, TIMER_KINDS};
 use crate::net::delay_line::{DelayLine, JitterConfig};

@@ -117,18 +117,6 @@ enum DelayedLeg {
     Line(u32),
 }
 
-/// Builds algorithms the engine does not know itself (e.g. ones written in
-/// Python): given a name and parameters, returns `None` if the name is not
-/// its own, or the algorithm (or an error naming the parameter).
-pub trait CcaFactory: Send {
-    fn names(&self) -> Vec<String>;
-    fn build(
-        &self,
-        name: &str,
-        params: &std::collections::BTreeMap<String, crate::cc::ParamValue>,
-    ) -> Option<Result<Box<dyn crate::cc::CongestionControl>, String>>;
-}
-
 pub struct Simulation {
     cfg: SimConfig,
     now: Time,

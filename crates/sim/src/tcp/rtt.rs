@@ -2,11 +2,12 @@
 //! RTT with gain 1/8 kept in microseconds x 8, a mean deviation kept x 4 whose
 //! decreases are damped, and an RTTVAR that is floored at the minimum RTO and only
 //! decays once per round trip. The result is RTO = SRTT + max(4 x mdev, 200 ms)
-//! rather than RFC 6298's 1 s floor. Also the windowed min/max filter
-//! (Kathleen Nichols' algorithm, Linux `lib/win_minmax.c`) used for the min-RTT
-//! that RACK, HyStart and BBR read.
+//! rather than RFC 6298's 1 s floor.
 
 use crate::units::{jiffies_to_usecs, usecs_to_jiffies};
+
+// Until tcp/sender.rs imports them from `crate::packet`, it finds them here.
+pub(crate) use crate::packet::{seq_after, seq_before};
 
 /// Linux TCP_RTO_MAX: 120 s.
 pub const RTO_MAX_US: u64 = 120_000_000;
@@ -14,84 +15,6 @@ pub const RTO_MAX_US: u64 = 120_000_000;
 pub const RTO_INIT_US: u64 = 1_000_000;
 /// Linux TCP_RTO_MIN: HZ/5 = 200 ms.
 pub const RTO_MIN_US: u32 = 200_000;
-
-#[derive(Clone, Copy, Debug, Default)]
-struct Sample {
-    t: u32,
-    v: u32,
-}
-
-/// A running min (or max) over a time window, tracking the best three samples.
-#[derive(Clone, Debug)]
-pub struct MinMax {
-    s: [Sample; 3],
-    is_max: bool,
-}
-
-impl MinMax {
-    pub fn new_min(t: u32, v: u32) -> MinMax {
-        let mut m = MinMax { s: [Sample::default(); 3], is_max: false };
-        m.reset(t, v);
-        m
-    }
-    pub fn new_max(t: u32, v: u32) -> MinMax {
-        let mut m = MinMax { s: [Sample::default(); 3], is_max: true };
-        m.reset(t, v);
-        m
-    }
-
-    pub fn get(&self) -> u32 {
-        self.s[0].v
-    }
-
-    pub fn reset(&mut self, t: u32, v: u32) -> u32 {
-        self.s = [Sample { t, v }; 3];
-        v
-    }
-
-    fn better_or_equal(&self, a: u32, b: u32) -> bool {
-        if self.is_max {
-            a >= b
-        } else {
-            a <= b
-        }
-    }
-
-    /// Feeds measurement `v` taken at time `t` (any monotonic unit) with window `win`.
-    pub fn update(&mut self, win: u32, t: u32, v: u32) -> u32 {
-        let val = Sample { t, v };
-        if self.better_or_equal(v, self.s[0].v) || t.wrapping_sub(self.s[2].t) > win {
-            return self.reset(t, v);
-        }
-        if self.better_or_equal(v, self.s[1].v) {
-            self.s[1] = val;
-            self.s[2] = val;
-        } else if self.better_or_equal(v, self.s[2].v) {
-            self.s[2] = val;
-        }
-        self.subwin_update(win, val)
-    }
-
-    fn subwin_update(&mut self, win: u32, val: Sample) -> u32 {
-        let dt = val.t.wrapping_sub(self.s[0].t);
-        if dt > win {
-            self.s[0] = self.s[1];
-            self.s[1] = self.s[2];
-            self.s[2] = val;
-            if val.t.wrapping_sub(self.s[0].t) > win {
-                self.s[0] = self.s[1];
-                self.s[1] = self.s[2];
-                self.s[2] = val;
-            }
-        } else if self.s[1].t == self.s[0].t && dt > win / 4 {
-            self.s[1] = val;
-            self.s[2] = val;
-        } else if self.s[2].t == self.s[1].t && dt > win / 2 {
-            self.s[2] = val;
-        }
-        self.s[0].v
-    }
-}
 
 /// Linux's smoothed RTT / RTO state.
 #[derive(Clone, Debug, Default)]
@@ -165,16 +88,6 @@ impl RttEstimator {
     }
 }
 
-/// `a` is after `b` in 32-bit sequence space.
-pub fn seq_after(a: u32, b: u32) -> bool {
-    (a.wrapping_sub(b) as i32) > 0
-}
-
-/// `a` is before `b` in 32-bit sequence space.
-pub fn seq_before(a: u32, b: u32) -> bool {
-    (a.wrapping_sub(b) as i32) < 0
-}
-
 /// The RTO at connection start, in jiffies.
 pub fn initial_rto_jiffies(hz: u32) -> u64 {
     usecs_to_jiffies(RTO_INIT_US, hz)
@@ -212,28 +125,5 @@ mod tests {
         }
         assert_eq!(e.srtt_us(), 50_000);
         assert_eq!(e.rto_jiffies(1000), 250);
-    }
-
-    #[test]
-    fn windowed_min_expires() {
-        let mut m = MinMax::new_min(0, u32::MAX);
-        m.update(100, 0, 50);
-        m.update(100, 10, 60);
-        m.update(100, 60, 70);
-        assert_eq!(m.get(), 50);
-        // After the window passes, the best sample kept from a later sub-window wins.
-        assert_eq!(m.update(100, 120, 80), 70);
-        let mut x = MinMax::new_max(0, 0);
-        x.update(10, 0, 5);
-        x.update(10, 1, 3);
-        assert_eq!(x.get(), 5);
-        assert_eq!(x.update(10, 12, 1), 1);
-    }
-
-    #[test]
-    fn seq_compare_wraps() {
-        assert!(seq_after(1, u32::MAX));
-        assert!(seq_before(u32::MAX, 1));
-        assert!(!seq_after(5, 5));
     }
 }
