@@ -4,10 +4,8 @@
 //! decays once per round trip. The result is RTO = SRTT + max(4 x mdev, 200 ms)
 //! rather than RFC 6298's 1 s floor.
 
+use crate::packet::seq_after;
 use crate::units::{jiffies_to_usecs, usecs_to_jiffies};
-
-// Until tcp/sender.rs imports them from `crate::packet`, it finds them here.
-pub(crate) use crate::packet::{seq_after, seq_before};
 
 /// Linux TCP_RTO_MAX: 120 s.
 pub const RTO_MAX_US: u64 = 120_000_000;

@@ -25,7 +25,8 @@
 //! the window.
 
 use super::config::TcpConfig;
-use super::rtt::{initial_rto_jiffies, seq_after, seq_before, RttEstimator};
+use super::rtt::{initial_rto_jiffies, RttEstimator};
+use crate::packet::{seq_after, seq_before};
 use super::scoreboard::{Scoreboard, EVER_RETRANS, LOST, RETRANS, SACKED_ACKED, SACKED_RETRANS};
 use super::seqset::SeqSet;
 use super::ts_clock;
@@ -1050,11 +1051,6 @@ mod tests;
 /// (an echo of 0 means none).
 fn tsopt_ecr_before(rcv_tsecr: u32, when: u32) -> bool {
     rcv_tsecr != 0 && seq_before(rcv_tsecr, when)
-}
-
-/// Linux `tcp_skb_sent_after`: t1 later than t2, ties broken by sequence.
-fn sent_after(t1: u64, t2: u64, seq1: u32, seq2: u32) -> bool {
-    t1 > t2 || (t1 == t2 && seq_after(seq1, seq2))
 }
 
 /// Timestamp clock value of a microsecond instant.

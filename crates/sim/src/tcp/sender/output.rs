@@ -9,7 +9,7 @@
 //! (`tcp_cwnd_validate`, `tcp_cwnd_application_limited`). `tcp_xmit_recovery`
 //! from `tcp_input.c` is the bridge from ACK processing.
 
-use super::super::rtt::{seq_after, seq_before};
+use crate::packet::{seq_after, seq_before};
 use super::super::scoreboard::{SegState, RETRANS, SACKED_RETRANS};
 use super::super::ts_clock;
 use super::timer::XmitTimer;

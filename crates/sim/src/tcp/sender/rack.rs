@@ -12,9 +12,9 @@
 //! that state and walks the time-ordered list of segments in flight; the
 //! sender's side (arming the REO timer, starting recovery from it) is here too.
 
-use super::super::rtt::seq_before;
+use crate::packet::{sent_after, seq_before};
 use super::super::scoreboard::{Scoreboard, LOST, RETRANS};
-use super::{mark_skb_lost, sent_after, TcpSender, XmitTimer};
+use super::{mark_skb_lost, TcpSender, XmitTimer};
 use crate::cc::{CaState, RateSample, TcpSock};
 use crate::packet::Packet;
 use crate::units::usecs_to_jiffies;

@@ -8,9 +8,8 @@
 //! `app_limited`, `rate_*`), as in `tcp_sock`; the sampler owns the one value
 //! only it uses, the start of the current send phase.
 
-use super::super::rtt::seq_after;
+use crate::packet::{sent_after, seq_after};
 use super::super::scoreboard::{SegState, RETRANS, SACKED_ACKED};
-use super::sent_after;
 use crate::cc::{RateSample, TcpSock};
 
 /// The rate sampler's own state (Linux `tp->first_tx_mstamp`).

@@ -16,7 +16,7 @@
 //! `TcpSender` methods, as in Linux, because it drives loss detection,
 //! congestion control and retransmission together.
 
-use super::super::rtt::{seq_after, seq_before};
+use crate::packet::{seq_after, seq_before};
 use super::super::scoreboard::{Scoreboard, LOST, SACKED_ACKED, SACKED_RETRANS};
 use super::rack::RACK_RECOVERY_THRESH;
 use super::{

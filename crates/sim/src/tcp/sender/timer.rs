@@ -8,7 +8,8 @@
 //! half is `tcp_process_loss` in `recovery.rs`). Deadlines are quantised to
 //! jiffies as Linux's timer wheel does (without its extra slack).
 
-use super::super::rtt::{initial_rto_jiffies, seq_after, seq_before, RTO_MAX_US};
+use super::super::rtt::{initial_rto_jiffies, RTO_MAX_US};
+use crate::packet::{seq_after, seq_before};
 use super::super::scoreboard::SACKED_ACKED;
 use super::output::PushMode;
 use super::{mark_skb_lost, TcpSender, SYSCTL_REORDERING};
