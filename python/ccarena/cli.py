@@ -543,7 +543,7 @@ def list_experiments(as_json: bool = typer.Option(False, "--json")) -> None:
 def cleanup(
     everything: bool = typer.Option(False, "--all", help="Also remove what live runs own (stops them)."),
 ) -> None:
-    """Remove what killed linux-backend runs left behind (namespaces, processes, BPF algorithms)."""
+    """Remove what killed linux-backend runs left behind (namespaces, processes, BPF algorithms, temporary directories)."""
     check_root()
     r = linux_cleanup(everything=everything)
     if not any(r.values()):
@@ -553,6 +553,7 @@ def cleanup(
         f"removed {len(r['namespaces'])} namespaces, killed {len(r['processes_killed'])} processes, "
         f"unregistered {len(r['bpf_unregistered'])} BPF algorithms"
         + (f": {', '.join(r['bpf_unregistered'])}" if r["bpf_unregistered"] else "")
+        + f", removed {len(r['directories'])} temporary directories"
     )
 
 

@@ -46,6 +46,7 @@ from .host import (
     DELAY_BIN, LinuxBackendUnavailable, bpf_ccas, check_host, has_netem, kernel_ccas, kernel_hz, linux_catalogue, popen, sh,
 )
 from .sampling import sample_flow
+from .supervisor import Supervisor, workdir_prefix
 from .topology import MAX_FLOWS, PORT, Dumbbell, receiver_addr
 
 __all__ = ["run_linux"]
@@ -113,7 +114,17 @@ def run_linux(
     old = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     for s in old:
         signal.signal(s, _raise_terminated)
-    run = _Run(sc, notes, progress)
+    # The watcher tears the run down should this process die without doing it
+    # (SIGKILL); it is started before anything exists that it would have to remove.
+    supervisor = Supervisor(str(os.getpid()))
+    try:
+        supervisor.start()
+        run = _Run(sc, notes, progress)
+    except BaseException:
+        supervisor.done()
+        for s, h in old.items():
+            signal.signal(s, h)
+        raise
     started = time.perf_counter()
     try:
         cleanup(exclude=os.getpid())  # leftovers of runs that were killed
@@ -129,6 +140,7 @@ def run_linux(
                 shutil.copytree(run.workdir, keep_dir, dirs_exist_ok=True)
             shutil.rmtree(run.workdir, ignore_errors=True)
         finally:
+            supervisor.done()
             signal.signal(signal.SIGINT, prev_int)
             for s, h in old.items():
                 signal.signal(s, h)
@@ -167,7 +179,7 @@ class _Run:
             loss=e["network"]["loss"],
             delay_mode=self.delay_mode,
         )
-        self.workdir = Path(tempfile.mkdtemp(prefix="ccarena-linux-"))
+        self.workdir = Path(tempfile.mkdtemp(prefix=os.path.basename(workdir_prefix(str(os.getpid())))))
         self.procs: list[subprocess.Popen] = []
         self.delay_proc: subprocess.Popen | None = None
         self.servers: list[subprocess.Popen] = []

@@ -99,7 +99,8 @@ def kernel_hz() -> int | None:
 
 def sh(*args: str, check: bool = True, input: str | None = None, timeout: float = 30) -> subprocess.CompletedProcess:
     """Runs a command; on failure raises RuntimeError with its stderr."""
-    p = subprocess.run(list(args), capture_output=True, text=True, input=input, timeout=timeout)
+    # Dies with ccarena too: a set-up command must not outlive a killed run.
+    p = subprocess.run(list(args), capture_output=True, text=True, input=input, timeout=timeout, preexec_fn=_die_with_parent)
     if check and p.returncode != 0:
         raise RuntimeError(f"`{' '.join(args)}` failed ({p.returncode}): {p.stderr.strip() or p.stdout.strip()}")
     return p
