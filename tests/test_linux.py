@@ -83,7 +83,7 @@ def test_linux_backend_refuses_an_aqm():
 @pytest.mark.parametrize(
     "linux,field,fragment",
     [
-        ({"offload": True}, "linux.offload", "allowed: offloads, rps, tbf_burst"),
+        ({"offload": True}, "linux.offload", "allowed: force_rate, offloads, rps, tbf_burst"),
         ({"offloads": "yes"}, "linux.offloads", "true or false"),
         ({"tbf_burst": "100B"}, "linux.tbf_burst", "one full frame"),
     ],
@@ -96,7 +96,7 @@ def test_linux_options_name_the_field(linux, field, fragment):
 
 def test_linux_options_defaults():
     sc = Scenario.from_dict({**BASE, "linux": {"offloads": True}})
-    assert sc.meta.linux == {"offloads": True, "rps": True, "tbf_burst": 6250}  # 1 ms at 50 Mbps
+    assert sc.meta.linux == {"offloads": True, "rps": True, "tbf_burst": 6250, "force_rate": False}  # 1 ms at 50 Mbps
     assert "_linux" not in json.loads(sc.engine_json())
 
 

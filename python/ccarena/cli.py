@@ -151,6 +151,8 @@ def _print_run(result) -> None:
     title = f"{escape(sc.name)}: {len(flows)} flows, {rate:g} Mbps, {result.record['duration_ns'] / 1e9:g} s (warm-up {result.record['warmup_ns'] / 1e9:g} s), seed {sc.seed}"
     if linux:
         title += f" \\[linux backend, kernel {escape(result.record['linux']['kernel'])}]"
+        if result.record["linux"].get("rate_above_limit"):
+            title += " [red](rate above what this machine carries: see the note)[/red]"
     t = Table(title=title, title_justify="left", box=box.SIMPLE_HEAVY)
     for col, just in [
         ("flow", "right"), ("cca", "left"), ("rtt ms", "right"), ("start s", "right"), ("Mbps", "right"),
