@@ -83,7 +83,7 @@ def test_linux_backend_refuses_an_aqm():
 @pytest.mark.parametrize(
     "linux,field,fragment",
     [
-        ({"offload": True}, "linux.offload", "allowed: offloads, rps, tbf_burst"),
+        ({"offload": True}, "linux.offload", "allowed: force_rate, offloads, rps, tbf_burst"),
         ({"offloads": "yes"}, "linux.offloads", "true or false"),
         ({"tbf_burst": "100B"}, "linux.tbf_burst", "one full frame"),
     ],
@@ -96,7 +96,7 @@ def test_linux_options_name_the_field(linux, field, fragment):
 
 def test_linux_options_defaults():
     sc = Scenario.from_dict({**BASE, "linux": {"offloads": True}})
-    assert sc.meta.linux == {"offloads": True, "rps": True, "tbf_burst": 6250}  # 1 ms at 50 Mbps
+    assert sc.meta.linux == {"offloads": True, "rps": True, "tbf_burst": 6250, "force_rate": False}  # 1 ms at 50 Mbps
     assert "_linux" not in json.loads(sc.engine_json())
 
 
@@ -145,6 +145,13 @@ def test_without_root_one_line_and_exit_2():
 def _ours(pid: int) -> list[str]:
     out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     return [line.split()[0] for line in out.splitlines() if line.startswith(f"ccarena-{pid}-")]
+
+
+def _cmdline(d: Path) -> str:
+    try:
+        return (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        return ""
 
 
 def _dead_owners() -> list[str]:
@@ -247,14 +254,19 @@ def test_sigint_tears_everything_down(tmp_path):
 @needs_linux
 def test_sigkill_then_cleanup_leaves_nothing(tmp_path):
     proc = _start_run(tmp_path)
+    # The run's watcher would tear it down (tests/test_linux_kill.py); killed
+    # with it, what the run left stays until `ccarena cleanup` or the next run.
+    watchers = [int(d.name) for d in Path("/proc").iterdir() if d.name.isdigit() and _cmdline(d).endswith(f"ccarena.backends.linux.supervisor {proc.pid}")]
+    assert len(watchers) == 1
+    os.kill(watchers[0], signal.SIGKILL)
     proc.kill()
     proc.wait(timeout=10)
     time.sleep(0.5)
     assert not _stray_helpers(), "helpers must die with the ccarena process"
-    # Its namespaces stay until cleaned (by `ccarena cleanup`, or by the next run).
+    assert list(Path("/tmp").glob(f"ccarena-linux-{proc.pid}-*"))
     p = cli("cleanup", check=True)
-    assert "removed" in p.stdout and "namespaces" in p.stdout
-    assert not _ours(proc.pid) and not _stray_helpers()
+    assert "removed" in p.stdout and "namespaces" in p.stdout and "1 temporary directories" in p.stdout
+    assert not _ours(proc.pid) and not _stray_helpers() and not list(Path("/tmp").glob(f"ccarena-linux-{proc.pid}-*"))
     assert "nothing to clean up" in cli("cleanup", check=True).stdout
 
 

@@ -228,6 +228,8 @@ def _print_run(result) -> None:
     title = f"{sc.name}: {len(flows)} flows, {rate:g} Mbps, {result.record['duration_ns'] / 1e9:g} s (warm-up {result.record['warmup_ns'] / 1e9:g} s), seed {sc.seed}"
     if linux:
         title += f" [linux backend, kernel {result.record['linux']['kernel']}]"
+        if result.record["linux"].get("rate_above_limit"):
+            title += " (rate above what this machine carries: see the note)"
     # Imported when the command runs (see the note at the top).
     from .present.tables import Column, Listing, emit
 
@@ -729,7 +731,7 @@ def _emit_listing(listing, fmt: str) -> None:
 def cleanup(
     everything: bool = typer.Option(False, "--all", help="Also remove what live runs own (stops them)."),
 ) -> None:
-    """Remove what killed linux-backend runs left behind (namespaces, processes, BPF algorithms)."""
+    """Remove what killed linux-backend runs left behind (namespaces, processes, BPF algorithms, temporary directories)."""
     # The linux backend: only for this command.
     from .backends.linux.cleanup import cleanup as linux_cleanup
     from .backends.linux.host import check_root
@@ -743,6 +745,7 @@ def cleanup(
         f"removed {len(r['namespaces'])} namespaces, killed {len(r['processes_killed'])} processes, "
         f"unregistered {len(r['bpf_unregistered'])} BPF algorithms"
         + (f": {', '.join(r['bpf_unregistered'])}" if r["bpf_unregistered"] else "")
+        + f", removed {len(r['directories'])} temporary directories"
     )
 
 

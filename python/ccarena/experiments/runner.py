@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from ..errors import ScenarioError
+from ..results.claims import Claims
 from ..results.store import Store, load
 from ..scenario.document import apply_overrides, read_document
 from ..scenario.model import Scenario
@@ -162,7 +163,9 @@ def run_sweep(
     started = time.perf_counter()
     emit = on_event or (lambda kind, info: None)
     # The sweep waits (up to minutes) for a reader such as `ccarena results` to let go of the database.
-    with Store(out, lock_wait_s=600) as store:
+    claims = Claims(out)
+    with Store(out, lock_wait_s=600) as store, contextlib.ExitStack() as held:
+        held.callback(claims.release_all)
         store.register_experiment(experiment_id, exp_name, exp_variant, doc, specs, plan.axes, command=command)
         done = store.completed()
         failed_before = store.failed()
@@ -175,14 +178,21 @@ def run_sweep(
                 outcome.skip_reasons[s.skip_reason] = outcome.skip_reasons.get(s.skip_reason, 0) + 1
             elif s.run_id in todo or s.run_id in stale:
                 outcome.cached += 1  # the same run twice in this sweep
-            elif s.run_id in done and done[s.run_id] != current:
-                stale[s.run_id] = done[s.run_id]
-                if keep_stale:
-                    outcome.cached += 1
-                else:
-                    todo[s.run_id] = s
-            elif s.run_id in done or (not retry_failed and s.run_id in failed_before):
-                outcome.cached += 1  # stored already
+            elif s.run_id in done and (done[s.run_id] == current or keep_stale):
+                if done[s.run_id] != current:
+                    stale[s.run_id] = done[s.run_id]
+                outcome.cached += 1  # stored already (by this build, or kept on request)
+            elif s.run_id not in done and not retry_failed and s.run_id in failed_before:
+                outcome.cached += 1  # failed before; not retried
+            elif not claims.claim(s.run_id):
+                # Another sweep into this directory is computing it (claimed while
+                # this one holds the database, so it cannot be stored in between).
+                reason = "being computed by another sweep"
+                outcome.skipped += 1
+                outcome.skip_reasons[reason] = outcome.skip_reasons.get(reason, 0) + 1
+            elif s.run_id in done:
+                stale[s.run_id] = done[s.run_id]  # stored by another build: recomputed
+                todo[s.run_id] = s
             else:
                 todo[s.run_id] = s
         outcome.stale = len(stale)
@@ -196,7 +206,7 @@ def run_sweep(
         store.release()
         if tasks:
             with _deferred_interrupt() as interrupted:
-                _execute(executor, tasks, todo, store, outcome, emit, total_sim, interrupted)
+                _execute(executor, tasks, todo, store, outcome, emit, total_sim, interrupted, claims)
     outcome.wall_s = time.perf_counter() - started
     return outcome
 
@@ -269,7 +279,7 @@ def _task(spec: RunSpec) -> Task:
 
 
 def _execute(executor, tasks: list[Task], todo: dict[str, RunSpec], store: Store, outcome: SweepOutcome, emit, total_sim: float,
-             interrupted: dict) -> None:
+             interrupted: dict, claims: Claims | None = None) -> None:
     partial: dict[str, float] = {}
     finished_sim = 0.0
     events: Iterator[Event] = executor.run(tasks)
@@ -304,6 +314,8 @@ def _execute(executor, tasks: list[Task], todo: dict[str, RunSpec], store: Store
                 outcome.errors[rid] = ev.error
                 emit("run", {"run_id": rid, "ok": False, "params": spec.params, "error": ev.error})
             store.release()  # readers may look in between runs
+            if claims is not None:
+                claims.release(rid)  # stored: a sweep starting now finds it done
             outcome.simulated_s = finished_sim
             emit("progress", {"simulated_s": finished_sim + sum(partial.values()), "total_s": total_sim,
                               "done": outcome.computed + outcome.failed, "runs": len(todo)})

@@ -46,6 +46,7 @@ from .host import (
     DELAY_BIN, LinuxBackendUnavailable, bpf_ccas, check_host, has_netem, kernel_ccas, kernel_hz, linux_catalogue, popen, sh,
 )
 from .sampling import sample_flow
+from .supervisor import Supervisor, workdir_prefix
 from .topology import MAX_FLOWS, PORT, Dumbbell, receiver_addr
 
 __all__ = ["run_linux"]
@@ -62,12 +63,46 @@ def _raise_terminated(signum, frame):
     raise _Terminated()
 
 
+# What this backend can carry (docs/linux-backend.md, "Limits"). Above
+# MAX_RATE_BPS the veths, tbf and the delay program run out of CPU on a 2-core
+# machine (10 Gbps ran at 24 % utilisation, 100 Gbps at 3 %, i.e. ~2.4-3 Gbps
+# at best with nothing else running); half of that is the ceiling.
+MAX_RATE_BPS = 1_000_000_000
+# Below MIN_RATE_BPS a full frame takes > 12 ms and iperf3's control exchange
+# over the same bottleneck times out (10 kbps failed after 20-30 s).
+MIN_RATE_BPS = 1_000_000
+# The kernel's initial RTO is 1 s: a longer RTT retransmits every SYN and
+# iperf3's control channel gives up (10 s failed after 20-30 s).
+MAX_RTT_NS = 1_000_000_000
+# One sample is an `ss` per flow and a `tc`, a few ms each: below this the
+# sampling cannot keep up (1 ms turned a 5 s run into 100 s).
+MIN_SAMPLE_INTERVAL_NS = 10_000_000
+
+
+def _mbps(bps: int) -> str:
+    return f"{bps / 1e6:g} Mbps"
+
+
 def check_scenario(sc: Scenario) -> list[str]:
     """Raises ScenarioError for what the kernel cannot do; returns notes on
     what it does differently."""
     e = sc.engine
     notes = []
     flows = e["flows"]
+    rate = e["network"]["bottleneck_rate"]
+    if rate < MIN_RATE_BPS:
+        raise ScenarioError("network.bottleneck_rate", f"the linux backend runs at least {_mbps(MIN_RATE_BPS)} (iperf3's control exchange times out below), got {_mbps(rate)}")
+    if rate > MAX_RATE_BPS:
+        if not sc.meta.linux.get("force_rate"):
+            raise ScenarioError(
+                "network.bottleneck_rate",
+                f"this machine's veth + tbf path carries at most {_mbps(MAX_RATE_BPS)} reliably, got {_mbps(rate)} "
+                "(set linux.force_rate = true to run it anyway; the record and the table flag it)",
+            )
+        notes.append(f"network.bottleneck_rate {_mbps(rate)} is above the {_mbps(MAX_RATE_BPS)} this machine carries reliably: the CPU, not tbf, may set the rate")
+    interval = e["run"]["sample_interval"]
+    if interval < MIN_SAMPLE_INTERVAL_NS:
+        raise ScenarioError("run.sample_interval", f"the linux backend samples with ss and tc and needs at least {MIN_SAMPLE_INTERVAL_NS // 1_000_000} ms, got {interval / 1e6:g} ms")
     if len(flows) > MAX_FLOWS:
         raise ScenarioError("flows", f"the linux backend runs at most {MAX_FLOWS} flows, got {len(flows)}")
     loss = e["network"]["loss"]
@@ -83,6 +118,8 @@ def check_scenario(sc: Scenario) -> list[str]:
         tcp = f["tcp"]
         if "hz" in tcp and hz and tcp["hz"] != hz:
             notes.append(f"flows[{i}].tcp.hz = {tcp['hz']} is not applied: the kernel's CONFIG_HZ is {hz}")
+        if f["rtt"] > MAX_RTT_NS:
+            raise ScenarioError(f"flows[{i}].rtt", f"the linux backend runs RTTs up to {MAX_RTT_NS // 1_000_000} ms (the kernel's initial RTO), got {f['rtt'] / 1e6:g} ms")
         if f["stop"] is not None and f["size"] is not None:
             raise ScenarioError("flows", "a flow with both size and stop is not supported on the linux backend")
     return notes
@@ -113,7 +150,17 @@ def run_linux(
     old = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     for s in old:
         signal.signal(s, _raise_terminated)
-    run = _Run(sc, notes, progress)
+    # The watcher tears the run down should this process die without doing it
+    # (SIGKILL); it is started before anything exists that it would have to remove.
+    supervisor = Supervisor(str(os.getpid()))
+    try:
+        supervisor.start()
+        run = _Run(sc, notes, progress)
+    except BaseException:
+        supervisor.done()
+        for s, h in old.items():
+            signal.signal(s, h)
+        raise
     started = time.perf_counter()
     try:
         cleanup(exclude=os.getpid())  # leftovers of runs that were killed
@@ -129,6 +176,7 @@ def run_linux(
                 shutil.copytree(run.workdir, keep_dir, dirs_exist_ok=True)
             shutil.rmtree(run.workdir, ignore_errors=True)
         finally:
+            supervisor.done()
             signal.signal(signal.SIGINT, prev_int)
             for s, h in old.items():
                 signal.signal(s, h)
@@ -167,7 +215,7 @@ class _Run:
             loss=e["network"]["loss"],
             delay_mode=self.delay_mode,
         )
-        self.workdir = Path(tempfile.mkdtemp(prefix="ccarena-linux-"))
+        self.workdir = Path(tempfile.mkdtemp(prefix=os.path.basename(workdir_prefix(str(os.getpid())))))
         self.procs: list[subprocess.Popen] = []
         self.delay_proc: subprocess.Popen | None = None
         self.servers: list[subprocess.Popen] = []
@@ -176,6 +224,7 @@ class _Run:
         self.bpf_registered: list[str] = []
         self.samples: list[list[dict | None]] = [[] for _ in range(self.n)]
         self.sample_times: list[float] = []
+        self.sample_ticks: list[int] = []  # sample j was taken for tick sample_ticks[j] (at tick x interval)
         self.tbf: list[dict] = []
         self.netstat_start: list[dict] = [{} for _ in range(self.n)]
         self.netstat_end: list[dict] = [{} for _ in range(self.n)]
@@ -275,8 +324,15 @@ class _Run:
                 self.launched_at[i] = now
                 nxt += 1
                 continue
-            # One sample of every flow and of the bottleneck.
+            # One sample of every flow and of the bottleneck. The loop is bound
+            # to the clock: when sampling falls more than a tick behind (many
+            # flows, a loaded machine), the ticks already past are skipped, so
+            # the run never lasts much longer than its duration.
+            behind = int(now // interval)
+            if behind > k:
+                k = min(behind, ticks)
             self.sample_times.append(time.monotonic() - t0)
+            self.sample_ticks.append(k)
             for i in range(self.n):
                 s = sample_flow(self.net.sender(i), PORT) if self.clients[i] is not None else None
                 self.samples[i].append(s)
@@ -428,8 +484,7 @@ def build_record(run: _Run) -> RunRecord:
     this backend measures, the rest filled by ``normalise``."""
     e = run.e
     interval = run.interval
-    ticks = len(run.sample_times)
-    t_ns = [(k + 1) * interval for k in range(ticks)]
+    t_ns = [k * interval for k in run.sample_ticks]
     flows, series, data_starts = [], [], []
     for i, f in enumerate(run.flows):
         ts, cum = _server_curve(run.server_json[i])
@@ -522,8 +577,8 @@ def build_record(run: _Run) -> RunRecord:
         q["bytes_out"].append(ip_bytes(st))
         q["rate_bps"].append(e["network"]["bottleneck_rate"])
     fin = run.final_tbf
-    w_tick = int(run.warmup // interval) - 1
-    out_at_warmup = q["bytes_out"][w_tick] if 0 <= w_tick < len(q["bytes_out"]) else 0
+    at_warmup = [b for t, b in zip(q["t_ns"], q["bytes_out"]) if t <= run.warmup]
+    out_at_warmup = at_warmup[-1] if at_warmup else 0
     out_at_end = q["bytes_out"][-1] if q["bytes_out"] else 0
     link = {
         "rate_bps": e["network"]["bottleneck_rate"],
@@ -557,10 +612,14 @@ def build_record(run: _Run) -> RunRecord:
             "offloads": run.net.offloads,
             "rps": run.net.rps,
             "bpf_registered": run.bpf_registered,
+            # The rate was above MAX_RATE_BPS (linux.force_rate): the CPU may have set it.
+            "rate_above_limit": e["network"]["bottleneck_rate"] > MAX_RATE_BPS,
             # When each flow's data began (s since the run's start): iperf3's
             # control handshake delays it by a few RTTs after `start`.
             "data_start_s": data_starts,
-            "late_samples": sum(1 for k, t in enumerate(run.sample_times) if t - (k + 1) * interval / 1e9 > 0.02),
+            "late_samples": sum(1 for k, t in zip(run.sample_ticks, run.sample_times) if t - k * interval / 1e9 > 0.02),
+            # Ticks not sampled because sampling fell behind the clock.
+            "skipped_samples": int(run.duration // interval) - len(run.sample_ticks),
             "notes": run.notes,
         },
     })

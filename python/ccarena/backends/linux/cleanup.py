@@ -5,28 +5,52 @@ namespaces ``ccarena-<pid>-<role>`` (interfaces, qdiscs and iptables rules
 live inside them and vanish with them; iperf3 and the delay program run inside
 them), and BPF algorithms registered as struct_ops maps named ``ccarena_*``
 (shared by concurrent runs). A run removes its own on exit, error or Ctrl-C;
-its helper processes die with it even on SIGKILL (PR_SET_PDEATHSIG). What a
-killed run leaves (its namespaces, the BPF algorithms) is removed by the next
-run before it sets up, or by ``ccarena cleanup``: any ``ccarena-*`` namespace
-whose owner process is gone is deleted after killing the processes inside it,
-and the BPF algorithms are unregistered once no live run remains.
+its helper processes die with it even on SIGKILL (PR_SET_PDEATHSIG), and a
+watcher process (supervisor.py) removes the rest when the run's process dies.
+Should that watcher itself have been killed, what a run left (its namespaces,
+its temporary directory ``/tmp/ccarena-linux-<pid>-*``, the BPF algorithms) is
+removed by the next run before it sets up, or by ``ccarena cleanup``: any
+``ccarena-*`` namespace whose owner process is gone is deleted after killing
+the processes inside it, so is such a temporary directory, and the BPF
+algorithms are unregistered once no live run remains.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import shutil
 import signal
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
 from .host import BPF_MAP_PREFIX
 
-__all__ = ["PREFIX", "our_namespaces", "owner_pid", "owner_alive", "remove_namespace", "registered_bpf", "unregister_bpf", "cleanup"]
+__all__ = [
+    "PREFIX", "our_namespaces", "owner_pid", "owner_alive", "remove_namespace", "registered_bpf", "unregister_bpf", "cleanup",
+    "our_workdirs",
+]
 
 PREFIX = "ccarena-"
 _NS_RE = re.compile(r"^ccarena-(?:probe-)?(\d+)(?:-|$)")
+# A run's temporary directory: ccarena-linux-<pid>-<random> (older versions: no pid).
+_DIR_RE = re.compile(r"^ccarena-linux-(?:(\d+)-)?")
+
+
+def our_workdirs() -> dict[Path, int | None]:
+    """The runs' temporary directories and their owners' pids (None: unknown)."""
+    out: dict[Path, int | None] = {}
+    try:
+        entries = list(Path(tempfile.gettempdir()).iterdir())
+    except OSError:
+        return out
+    for d in entries:
+        m = _DIR_RE.match(d.name)
+        if m and d.is_dir() and not d.is_symlink():
+            out[d] = int(m.group(1)) if m.group(1) else None
+    return out
 
 
 def our_namespaces() -> list[str]:
@@ -99,7 +123,7 @@ def unregister_bpf(entry: str) -> None:
 
 def live_runs(exclude: int | None = None) -> set[int]:
     """Pids of other live processes that own ccarena namespaces."""
-    pids = {owner_pid(ns) for ns in our_namespaces()}
+    pids = {owner_pid(ns) for ns in our_namespaces()} | set(our_workdirs().values())
     return {p for p in pids if p is not None and p != exclude and owner_alive(p)}
 
 
@@ -114,9 +138,17 @@ def cleanup(everything: bool = False, exclude: int | None = None) -> dict:
         if everything or not owner_alive(pid):
             killed += remove_namespace(ns)
             removed.append(ns)
+    dirs = []
+    for d, pid in our_workdirs().items():
+        if pid == exclude and not everything:
+            continue
+        # A directory without an owner's pid (older versions) goes once no run is live.
+        if everything or (pid is not None and not owner_alive(pid)) or (pid is None and not live_runs(exclude)):
+            shutil.rmtree(d, ignore_errors=True)
+            dirs.append(str(d))
     bpf = []
     if everything or not live_runs(exclude):
         for name in registered_bpf():
             unregister_bpf(name)
             bpf.append(name)
-    return {"namespaces": removed, "processes_killed": killed, "bpf_unregistered": bpf}
+    return {"namespaces": removed, "processes_killed": killed, "bpf_unregistered": bpf, "directories": dirs}

@@ -18,11 +18,12 @@ import signal
 import subprocess
 from pathlib import Path
 
-from ...errors import BackendUnavailable
+from ...errors import BackendUnavailable, CcarenaError
 from ...scenario.catalogue import Catalogue
 
 __all__ = [
     "LinuxBackendUnavailable",
+    "LinuxSetupError",
     "check_host",
     "linux_cca_names",
     "linux_catalogue",
@@ -44,6 +45,17 @@ BPF_MAP_PREFIX = "ccarena_"
 
 class LinuxBackendUnavailable(BackendUnavailable):
     """The linux backend cannot run here (no root, no namespaces, missing tools)."""
+
+
+class LinuxSetupError(CcarenaError, RuntimeError):
+    """A command of the set-up failed; the message names the command and its error (one line)."""
+
+
+def one_line(text: str, limit: int = 300) -> str:
+    """The last non-empty line of a command's output, shortened: what failed, not the whole script."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    line = lines[-1] if lines else ""
+    return line if len(line) <= limit else line[: limit - 3] + "..."
 
 
 def kernel_ccas() -> list[str]:
@@ -99,9 +111,11 @@ def kernel_hz() -> int | None:
 
 def sh(*args: str, check: bool = True, input: str | None = None, timeout: float = 30) -> subprocess.CompletedProcess:
     """Runs a command; on failure raises RuntimeError with its stderr."""
-    p = subprocess.run(list(args), capture_output=True, text=True, input=input, timeout=timeout)
+    # Dies with ccarena too: a set-up command must not outlive a killed run.
+    p = subprocess.run(list(args), capture_output=True, text=True, input=input, timeout=timeout, preexec_fn=_die_with_parent)
     if check and p.returncode != 0:
-        raise RuntimeError(f"`{' '.join(args)}` failed ({p.returncode}): {p.stderr.strip() or p.stdout.strip()}")
+        cmd = one_line(" ".join(args), 120)
+        raise LinuxSetupError(f"`{cmd}` failed ({p.returncode}): {one_line(p.stderr or p.stdout)}")
     return p
 
 

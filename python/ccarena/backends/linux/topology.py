@@ -32,7 +32,7 @@ import subprocess
 from dataclasses import dataclass, field
 
 from .cleanup import remove_namespace
-from .host import sh
+from .host import LinuxSetupError, one_line, sh
 from ...scenario.linux_options import FRAME_BYTES
 
 __all__ = ["Dumbbell", "MAX_FLOWS", "receiver_addr"]
@@ -46,9 +46,16 @@ def receiver_addr(i: int) -> str:
 
 
 def _in_ns(ns: str, script: list[str]) -> None:
-    """Runs shell lines inside namespace `ns` in one process."""
-    if script:
-        sh("ip", "netns", "exec", ns, "sh", "-ec", "\n".join(script))
+    """Runs shell lines inside namespace `ns` in one process. On failure the
+    error names the line that failed (traced by `sh -x`), not the whole script."""
+    if not script:
+        return
+    p = sh("ip", "netns", "exec", ns, "sh", "-exc", "\n".join(script), check=False)
+    if p.returncode != 0:
+        traced = [line[2:] for line in p.stderr.splitlines() if line.startswith("+ ")]
+        errors = [line for line in p.stderr.splitlines() if line.strip() and not line.startswith("+ ")]
+        failed = one_line(traced[-1], 160) if traced else "the set-up script"
+        raise LinuxSetupError(f"setting up namespace {ns}: `{failed}` failed: {one_line(chr(10).join(errors)) or f'status {p.returncode}'}")
 
 
 @dataclass
