@@ -221,11 +221,23 @@ def test_ci_short_run_reno_and_cubic(tmp_path):
 def test_bpf_algorithms_run_and_are_unregistered(tmp_path):
     f = tmp_path / "bpf.toml"
     f.write_text(CI_SCENARIO.replace('"reno"', '"bic"').replace('"cubic"', '"highspeed"').replace('"10s"', '"5s"').replace('"2s"', '"1s"'))
+    from ccarena.backends.linux.cleanup import live_runs
+
+    # The last run out unregisters shared BPF algorithms: wait until runs of
+    # earlier tests (or their watchers) are gone, so this run is the last.
+    _wait_for(lambda: not live_runs(), 15)
     before = set(kernel_ccas())
     doc = json.loads(cli("run", str(f), "--backend", "linux", "--json", "--no-save", check=True).stdout)
     assert [fl["cca"] for fl in doc["flows"]] == ["bic", "highspeed"]
     assert doc["utilization"] > 0.8 and all(fl["throughput_mbps"] > 2 for fl in doc["flows"])
+    _wait_for(lambda: set(kernel_ccas()) == before, 5)
     assert set(kernel_ccas()) == before  # registered for the run only
+
+
+def _wait_for(condition, seconds: float) -> None:
+    deadline = time.time() + seconds
+    while time.time() < deadline and not condition():
+        time.sleep(0.1)
 
 
 def _start_run(tmp_path, duration="30s"):
