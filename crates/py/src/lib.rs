@@ -43,7 +43,7 @@ fn run_json(py: Python<'_>, config_json: &str, py_ccas: Option<HashMap<String, P
     let result = py.detach(|| {
         Simulation::with_factory(cfg, fac.as_ref().map(|f| f as &dyn CcaFactory)).map(|sim| sim.run())
     });
-    let r = result.map_err(PyValueError::new_err)?;
+    let r = result.map_err(|e| PyValueError::new_err(e.to_string()))?;
     check_python_errors(&fac)?;
     serde_json::to_string(&r).map_err(|e| PyRuntimeError::new_err(e.to_string()))
 }
@@ -59,7 +59,7 @@ fn cca_catalogue_json() -> PyResult<String> {
 #[pyfunction]
 #[pyo3(signature = (config_json, external=Vec::new()))]
 fn validate_json(config_json: &str, external: Vec<String>) -> PyResult<()> {
-    parse_config(config_json)?.validate_with(&external).map_err(PyValueError::new_err)
+    parse_config(config_json)?.validate_with(&external).map_err(|e| PyValueError::new_err(e.to_string()))
 }
 
 /// A run that can be advanced in slices, for progress reporting.
@@ -80,7 +80,7 @@ impl Engine {
         let factory = factory(py_ccas);
         let sim = py
             .detach(|| Simulation::with_factory(cfg, factory.as_ref().map(|f| f as &dyn CcaFactory)))
-            .map_err(PyValueError::new_err)?;
+            .map_err(|e| PyValueError::new_err(e.to_string()))?;
         Ok(Engine { sim: Mutex::new(Some(sim)), duration_ns, factory })
     }
 

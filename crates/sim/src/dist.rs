@@ -4,6 +4,7 @@
 //! its CDF, so tests can check samples with a Kolmogorov-Smirnov statistic. Values
 //! are plain numbers in the unit of whatever they describe (ns, bytes).
 
+use crate::config::ConfigError;
 use crate::rng::Rng;
 use serde::{Deserialize, Serialize};
 
@@ -73,26 +74,31 @@ impl Dist {
         }
     }
 
-    pub fn validate(&self, field: &str) -> Result<(), String> {
-        let pos = |name: &str, x: f64| if x > 0.0 && x.is_finite() { Ok(()) } else { Err(format!("{field}.{name}: must be positive, got {x}")) };
+    pub fn validate(&self, field: &str) -> Result<(), ConfigError> {
+        self.check().map_err(|e| e.within(field))
+    }
+
+    /// Checks the parameters; errors name the field within the distribution.
+    fn check(&self) -> Result<(), ConfigError> {
+        let pos = |name: &str, x: f64| if x > 0.0 && x.is_finite() { Ok(()) } else { Err(ConfigError::new(name, format!("must be positive, got {x}"))) };
         match *self {
-            Dist::Constant { value } => if value >= 0.0 { Ok(()) } else { Err(format!("{field}.value: must not be negative")) },
-            Dist::Uniform { min, max } => if 0.0 <= min && min <= max { Ok(()) } else { Err(format!("{field}: needs 0 <= min <= max")) },
+            Dist::Constant { value } => if value >= 0.0 { Ok(()) } else { Err(ConfigError::new("value", "must not be negative")) },
+            Dist::Uniform { min, max } => if 0.0 <= min && min <= max { Ok(()) } else { Err(ConfigError::new("", "needs 0 <= min <= max")) },
             Dist::Exponential { mean } => pos("mean", mean),
             Dist::Normal { sd, .. } => pos("sd", sd),
             Dist::Lognormal { sigma, .. } => pos("sigma", sigma),
             Dist::Pareto { k, alpha, max } => {
                 pos("k", k)?;
                 pos("alpha", alpha)?;
-                check_max(field, k, max)
+                check_max(k, max)
             }
             Dist::LognormalPareto { sigma, k, alpha, tail, max, .. } => {
                 pos("sigma", sigma)?;
                 pos("k", k)?;
                 pos("alpha", alpha)?;
-                check_max(field, k, max)?;
+                check_max(k, max)?;
                 match tail {
-                    Some(t) if !(0.0..1.0).contains(&t) => Err(format!("{field}.tail: must be in [0, 1)")),
+                    Some(t) if !(0.0..1.0).contains(&t) => Err(ConfigError::new("tail", "must be in [0, 1)")),
                     _ => Ok(()),
                 }
             }
@@ -192,9 +198,9 @@ impl Dist {
     }
 }
 
-fn check_max(field: &str, k: f64, max: Option<f64>) -> Result<(), String> {
+fn check_max(k: f64, max: Option<f64>) -> Result<(), ConfigError> {
     match max {
-        Some(m) if !(m > k && m.is_finite()) => Err(format!("{field}.max: must be larger than k ({k}), got {m}")),
+        Some(m) if !(m > k && m.is_finite()) => Err(ConfigError::new("max", format!("must be larger than k ({k}), got {m}"))),
         _ => Ok(()),
     }
 }

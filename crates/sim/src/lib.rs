@@ -20,10 +20,10 @@ pub mod tcp;
 pub mod traffic;
 pub mod units;
 
-pub use config::{FlowConfig, NetworkConfig, RunConfig, SimConfig};
+pub use config::{ConfigError, FlowConfig, NetworkConfig, RunConfig, SimConfig};
 pub use sim::{CcaFactory, FlowResult, LinkResult, RunResult, Simulation, UdpResult, WebResult};
 
 /// Runs a scenario to completion.
-pub fn run(cfg: SimConfig) -> Result<RunResult, String> {
+pub fn run(cfg: SimConfig) -> Result<RunResult, ConfigError> {
     Ok(Simulation::new(cfg)?.run())
 }

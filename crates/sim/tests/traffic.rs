@@ -243,19 +243,19 @@ fn bad_traffic_settings_name_their_fields() {
     let mut w = web(10, "forward");
     w.cca = "cubc".into();
     cfg.web.push(w);
-    let e = Simulation::new(cfg.clone()).err().unwrap();
+    let e = Simulation::new(cfg.clone()).err().unwrap().to_string();
     assert!(e.starts_with("web[0].cca"), "{e}");
     cfg.web.clear();
     let mut u = udp(10, 10);
     u.packet_bytes = 10;
     cfg.udp.push(u);
-    let e = Simulation::new(cfg.clone()).err().unwrap();
+    let e = Simulation::new(cfg.clone()).err().unwrap().to_string();
     assert!(e.starts_with("udp[0].packet_bytes"), "{e}");
     cfg.udp.clear();
     let mut w = web(10, "forward");
     w.sizes = Dist::Pareto { k: 1000.0, alpha: 0.9, max: None };
     cfg.web.push(w);
-    let e = Simulation::new(cfg).err().unwrap();
+    let e = Simulation::new(cfg).err().unwrap().to_string();
     assert!(e.starts_with("web[0].sizes") && e.contains("max"), "{e}");
 }
 

@@ -6,6 +6,7 @@
 //! setting to apply now and when it next changes, so the event queue holds one
 //! pending change per entry however long the run.
 
+use crate::config::ConfigError;
 use crate::net::loss::LossSpec;
 use crate::rng::Rng;
 use crate::units::{Dur, Rate, Time};
@@ -25,15 +26,16 @@ pub struct PathSetting {
 }
 
 impl PathSetting {
-    fn validate(&self, field: &str) -> Result<(), String> {
+    /// Checks the setting; errors name the field within it.
+    fn check(&self) -> Result<(), ConfigError> {
         if self.rate == Some(Rate(0)) {
-            return Err(format!("{field}.rate: must be positive"));
+            return Err(ConfigError::new("rate", "must be positive"));
         }
         if let Some(l) = &self.loss {
-            l.validate(&format!("{field}.loss"))?;
+            l.validate("loss")?;
         }
         if self.rate.is_none() && self.delay.is_none() && self.loss.is_none() {
-            return Err(format!("{field}: sets nothing; give rate, delay or loss"));
+            return Err(ConfigError::new("", "sets nothing; give rate, delay or loss"));
         }
         Ok(())
     }
@@ -103,41 +105,46 @@ fn half() -> f64 {
 }
 
 impl DynamicsConfig {
-    pub fn validate(&self, field: &str) -> Result<(), String> {
+    pub fn validate(&self, field: &str) -> Result<(), ConfigError> {
+        self.check().map_err(|e| e.within(field))
+    }
+
+    /// Checks the entry; errors name the field within it.
+    fn check(&self) -> Result<(), ConfigError> {
         match self {
-            DynamicsConfig::Step { set, .. } => set.validate(&format!("{field}.set")),
+            DynamicsConfig::Step { set, .. } => set.check().map_err(|e| e.within("set")),
             DynamicsConfig::Pulse { period, duty, high, low, .. } => {
                 if period.0 == 0 {
-                    return Err(format!("{field}.period: must be positive"));
+                    return Err(ConfigError::new("period", "must be positive"));
                 }
                 if !(*duty > 0.0 && *duty < 1.0) {
-                    return Err(format!("{field}.duty: must be in (0, 1), got {duty}"));
+                    return Err(ConfigError::new("duty", format!("must be in (0, 1), got {duty}")));
                 }
-                high.validate(&format!("{field}.high"))?;
-                low.validate(&format!("{field}.low"))
+                high.check().map_err(|e| e.within("high"))?;
+                low.check().map_err(|e| e.within("low"))
             }
             DynamicsConfig::RandomWalk { property, interval, initial, min, max, step, correlation, .. } => {
                 if interval.0 == 0 {
-                    return Err(format!("{field}.interval: must be positive"));
+                    return Err(ConfigError::new("interval", "must be positive"));
                 }
                 if !(min <= initial && initial <= max) {
-                    return Err(format!("{field}: needs min <= initial <= max"));
+                    return Err(ConfigError::new("", "needs min <= initial <= max"));
                 }
                 let floor = match property {
                     WalkProperty::Rate => 1.0,
                     WalkProperty::Delay | WalkProperty::Loss => 0.0,
                 };
                 if *min < floor {
-                    return Err(format!("{field}.min: must be at least {floor}"));
+                    return Err(ConfigError::new("min", format!("must be at least {floor}")));
                 }
                 if *property == WalkProperty::Loss && *max > 1.0 {
-                    return Err(format!("{field}.max: a loss probability is at most 1"));
+                    return Err(ConfigError::new("max", "a loss probability is at most 1"));
                 }
                 if !(*step >= 0.0 && step.is_finite()) {
-                    return Err(format!("{field}.step: must be a non-negative number"));
+                    return Err(ConfigError::new("step", "must be a non-negative number"));
                 }
                 if !(0.0..1.0).contains(correlation) {
-                    return Err(format!("{field}.correlation: must be in [0, 1)"));
+                    return Err(ConfigError::new("correlation", "must be in [0, 1)"));
                 }
                 Ok(())
             }
@@ -330,11 +337,12 @@ mod tests {
 
     #[test]
     fn bad_settings_name_the_field() {
-        let e = DynamicsConfig::Step { at: Time::ZERO, set: PathSetting::default() }.validate("network.dynamics[2]").unwrap_err();
+        let e = DynamicsConfig::Step { at: Time::ZERO, set: PathSetting::default() }.validate("network.dynamics[2]").unwrap_err().to_string();
         assert!(e.starts_with("network.dynamics[2].set"), "{e}");
         let e = DynamicsConfig::Pulse { start: Time::ZERO, period: Dur(1), duty: 1.5, high: rate(1), low: rate(2), until: None }
             .validate("d")
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("d.duty"), "{e}");
     }
 }

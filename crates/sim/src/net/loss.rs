@@ -3,6 +3,7 @@
 //! (every n-th packet: the assumption behind the Mathis and RFC 9438 response
 //! functions), or bursty Gilbert-Elliott (a two-state Markov chain).
 
+use crate::config::ConfigError;
 use crate::rng::{Bernoulli, Rng};
 use serde::{Deserialize, Serialize};
 
@@ -44,12 +45,12 @@ impl LossSpec {
         }
     }
 
-    pub fn validate(&self, field: &str) -> Result<(), String> {
+    pub fn validate(&self, field: &str) -> Result<(), ConfigError> {
         let prob = |name: &str, x: f64| {
             if (0.0..=1.0).contains(&x) {
                 Ok(())
             } else {
-                Err(format!("{field}.{name}: must be a probability in [0, 1], got {x}"))
+                Err(ConfigError::new(name, format!("must be a probability in [0, 1], got {x}")).within(field))
             }
         };
         match *self {
@@ -63,7 +64,7 @@ impl LossSpec {
             LossSpec::Scheduled { .. } => Ok(()),
             LossSpec::Outages { ref windows_ns } => {
                 if windows_ns.iter().any(|&(a, b)| b <= a) {
-                    return Err(format!("{field}.windows: each outage must end after it starts"));
+                    return Err(ConfigError::new("windows", "each outage must end after it starts").within(field));
                 }
                 Ok(())
             }

@@ -8,6 +8,7 @@ use super::aqm::fq_codel::{self, FqCodel};
 use super::aqm::pie::{self, Pie, PieParams};
 use super::aqm::red::{self, Red, RedParams};
 use super::queue::{DropTail, QueueDisc, QueueLimit};
+use crate::config::ConfigError;
 use crate::rng::Rng;
 use crate::units::{Dur, Rate};
 use serde::{Deserialize, Serialize};
@@ -121,15 +122,20 @@ pub struct PieConfig {
 
 const WHERE: &str = "network.qdisc";
 
-fn positive_dur(d: Option<Dur>, default: Dur, field: &str) -> Result<Dur, String> {
+/// An error of the discipline's field `field`.
+fn err(field: &str, message: impl Into<String>) -> ConfigError {
+    ConfigError::new(field, message).within(WHERE)
+}
+
+fn positive_dur(d: Option<Dur>, default: Dur, field: &str) -> Result<Dur, ConfigError> {
     let d = d.unwrap_or(default);
     if d.0 == 0 {
-        return Err(format!("{WHERE}.{field}: must be positive"));
+        return Err(err(field, "must be positive"));
     }
     Ok(d)
 }
 
-fn codel_params(target: Option<Dur>, interval: Option<Dur>, ecn: bool, ce_threshold: Option<Dur>) -> Result<CodelParams, String> {
+fn codel_params(target: Option<Dur>, interval: Option<Dur>, ecn: bool, ce_threshold: Option<Dur>) -> Result<CodelParams, ConfigError> {
     let d = CodelParams::default();
     Ok(CodelParams {
         target: positive_dur(target, d.target, "target")?,
@@ -149,10 +155,10 @@ fn amount(l: QueueLimit) -> u64 {
 
 /// Resolves RED's thresholds and weight as tc does. The thresholds' unit is
 /// the unit of `min`/`max` (or of the limit when neither is given).
-pub fn red_params(c: &RedConfig, limit: QueueLimit) -> Result<RedParams, String> {
+pub fn red_params(c: &RedConfig, limit: QueueLimit) -> Result<RedParams, ConfigError> {
     let packet_mode = match (c.min, c.max) {
         (Some(QueueLimit::Bytes(_)), Some(QueueLimit::Packets(_))) | (Some(QueueLimit::Packets(_)), Some(QueueLimit::Bytes(_))) => {
-            return Err(format!("{WHERE}.max: must be in the unit of min (both bytes or both packets)"));
+            return Err(err("max", "must be in the unit of min (both bytes or both packets)"));
         }
         (Some(m), _) | (None, Some(m)) => matches!(m, QueueLimit::Packets(_)),
         (None, None) => matches!(limit, QueueLimit::Packets(_)),
@@ -165,15 +171,15 @@ pub fn red_params(c: &RedConfig, limit: QueueLimit) -> Result<RedParams, String>
     };
     let (min, max) = red::default_thresholds(c.min.map(amount), c.max.map(amount), limit_amount);
     if max <= min {
-        return Err(format!("{WHERE}.max: must be above min ({min}), got {max}"));
+        return Err(err("max", format!("must be above min ({min}), got {max}")));
     }
     let max_p = c.max_p.unwrap_or(red::DEFAULT_MAX_P);
     if !(max_p > 0.0 && max_p <= 1.0) {
-        return Err(format!("{WHERE}.max_p: must be in (0, 1], got {max_p}"));
+        return Err(err("max_p", format!("must be in (0, 1], got {max_p}")));
     }
     let avpkt = c.avpkt.unwrap_or(red::DEFAULT_AVPKT);
     if avpkt == 0 {
-        return Err(format!("{WHERE}.avpkt: must be positive"));
+        return Err(err("avpkt", "must be positive"));
     }
     // tc works in bytes; in packet mode a packet counts as avpkt bytes.
     let unit = if packet_mode { avpkt as f64 } else { 1.0 };
@@ -181,16 +187,19 @@ pub fn red_params(c: &RedConfig, limit: QueueLimit) -> Result<RedParams, String>
     let w_q = match c.w_q {
         Some(w) => {
             if !(w > 0.0 && w <= 1.0) {
-                return Err(format!("{WHERE}.w_q: must be in (0, 1], got {w}"));
+                return Err(err("w_q", format!("must be in (0, 1], got {w}")));
             }
             w
         }
         None => {
             let burst = c.burst.unwrap_or_else(|| red::default_burst(min_b, max_b, avpkt));
             red::ewma_weight(min_b, burst, avpkt).ok_or_else(|| {
-                format!(
-                    "{WHERE}.burst: {burst} packets is too small for min ({min}); tc needs burst > min / avpkt, e.g. {}",
-                    1 + (min_b / avpkt as f64) as u64
+                err(
+                    "burst",
+                    format!(
+                        "{burst} packets is too small for min ({min}); tc needs burst > min / avpkt, e.g. {}",
+                        1 + (min_b / avpkt as f64) as u64
+                    ),
                 )
             })?
         }
@@ -210,14 +219,14 @@ impl QdiscConfig {
     }
 
     /// Checks the parameters (errors name the field) without building.
-    pub fn validate(&self, limit: QueueLimit) -> Result<(), String> {
+    pub fn validate(&self, limit: QueueLimit) -> Result<(), ConfigError> {
         build_qdisc(self, limit, Rate(1_000_000), Rng::stream(0, "validate")).map(|_| ())
     }
 }
 
 /// Builds the discipline of a bottleneck of rate `rate` whose size limit is
 /// `limit`; `rng` is the stream of its random draws (RED, PIE, FQ-CoDel's hash key).
-pub fn build_qdisc(cfg: &QdiscConfig, limit: QueueLimit, rate: Rate, mut rng: Rng) -> Result<Box<dyn QueueDisc>, String> {
+pub fn build_qdisc(cfg: &QdiscConfig, limit: QueueLimit, rate: Rate, mut rng: Rng) -> Result<Box<dyn QueueDisc>, ConfigError> {
     Ok(match cfg {
         QdiscConfig::DropTail => Box::new(DropTail::new(limit)),
         QdiscConfig::Red(c) => Box::new(Red::new(red_params(c, limit)?, limit, rate, rng)),
@@ -226,15 +235,15 @@ pub fn build_qdisc(cfg: &QdiscConfig, limit: QueueLimit, rate: Rate, mut rng: Rn
             let params = codel_params(c.target, c.interval, c.ecn.unwrap_or(true), c.ce_threshold)?;
             let flows = c.flows.unwrap_or(fq_codel::DEFAULT_FLOWS);
             if flows == 0 || flows > fq_codel::MAX_FLOWS {
-                return Err(format!("{WHERE}.flows: must be in 1..{}, got {flows}", fq_codel::MAX_FLOWS));
+                return Err(err("flows", format!("must be in 1..{}, got {flows}", fq_codel::MAX_FLOWS)));
             }
             let quantum = c.quantum.unwrap_or(fq_codel::DEFAULT_QUANTUM);
             if quantum < fq_codel::MIN_QUANTUM {
-                return Err(format!("{WHERE}.quantum: must be at least {} bytes, got {quantum}", fq_codel::MIN_QUANTUM));
+                return Err(err("quantum", format!("must be at least {} bytes, got {quantum}", fq_codel::MIN_QUANTUM)));
             }
             let batch = c.drop_batch_size.unwrap_or(fq_codel::DEFAULT_DROP_BATCH);
             if batch == 0 {
-                return Err(format!("{WHERE}.drop_batch_size: must be positive"));
+                return Err(err("drop_batch_size", "must be positive"));
             }
             Box::new(FqCodel::new(params, limit, flows, quantum, batch, rng.next_u64()))
         }
@@ -252,7 +261,7 @@ pub fn build_qdisc(cfg: &QdiscConfig, limit: QueueLimit, rate: Rate, mut rng: Rn
             // Linux takes alpha and beta in sixteenths, 0..32 (0 to 2 Hz).
             for (name, v) in [("alpha", &mut p.alpha), ("beta", &mut p.beta)] {
                 if !(0.0..=2.0).contains(v) {
-                    return Err(format!("{WHERE}.{name}: must be in [0, 2] (Hz), got {v}"));
+                    return Err(err(name, format!("must be in [0, 2] (Hz), got {v}")));
                 }
             }
             Box::new(Pie::new(p, limit, rng))
@@ -300,7 +309,7 @@ mod tests {
 
     #[test]
     fn errors_name_the_field() {
-        let bad = |c: QdiscConfig| build_qdisc(&c, QueueLimit::Packets(1000), Rate::from_mbps(10), Rng::stream(1, "q")).err().unwrap();
+        let bad = |c: QdiscConfig| build_qdisc(&c, QueueLimit::Packets(1000), Rate::from_mbps(10), Rng::stream(1, "q")).err().unwrap().to_string();
         let red = |f: fn(&mut RedConfig)| {
             let mut c = RedConfig::default();
             f(&mut c);

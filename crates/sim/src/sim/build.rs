@@ -8,7 +8,7 @@
 use super::{route, DelayedLeg, Flow, Hop, Route, Simulation, UdpFlow, WebSlot, WebSource};
 use super::CcaFactory;
 use crate::cc::{make_cca, CongestionControl};
-use crate::config::SimConfig;
+use crate::config::{ConfigError, SimConfig};
 use crate::event::{Event, EventQueue, TIMER_KINDS};
 use crate::net::delay_line::{DelayLine, JitterConfig};
 use crate::net::dynamics::PathDynamics;
@@ -109,7 +109,7 @@ fn halves(rtt: Dur) -> (Dur, Dur) {
 
 impl Simulation {
     /// A simulation whose flows may also use algorithms from `factory`.
-    pub fn with_factory(cfg: SimConfig, factory: Option<&dyn CcaFactory>) -> Result<Simulation, String> {
+    pub fn with_factory(cfg: SimConfig, factory: Option<&dyn CcaFactory>) -> Result<Simulation, ConfigError> {
         let external = factory.map(|f| f.names()).unwrap_or_default();
         cfg.validate_with(&external)?;
         let seed = cfg.run.seed;
@@ -160,7 +160,7 @@ impl Simulation {
                 Some(r) => r,
                 None => make_cca(&f.cca, &f.cca_params),
             }
-            .map_err(|e| format!("flows[{i}].{e}"))?;
+            .map_err(|e| ConfigError::parse(&e).within(&format!("flows[{i}]")))?;
             let (data_delay, ack_delay) = halves(f.rtt);
             let jitter = f.jitter.clone().map(|j| (j, Rng::stream(seed, &format!("jitter-{i}"))));
             let fwd = topo.data_route(f.direction, data_delay, jitter, Hop::Receiver);

@@ -16,7 +16,7 @@ mod results;
 
 pub use results::{FlowResult, LinkResult, RunResult, UdpResult, WebResult};
 
-use crate::config::SimConfig;
+use crate::config::{ConfigError, SimConfig};
 use crate::event::{Event, EventQueue, TimerKind, TIMER_KINDS};
 use crate::net::delay_line::DelayLine;
 use crate::net::dynamics::PathDynamics;
@@ -160,7 +160,7 @@ pub struct Simulation {
 }
 
 impl Simulation {
-    pub fn new(cfg: SimConfig) -> Result<Simulation, String> {
+    pub fn new(cfg: SimConfig) -> Result<Simulation, ConfigError> {
         Self::with_factory(cfg, None)
     }
 

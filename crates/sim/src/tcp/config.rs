@@ -2,6 +2,7 @@
 //! how Linux TCP behaves, with Linux's defaults (except the buffers, which
 //! default to the large tuned values of high-speed testbeds).
 
+use crate::config::ConfigError;
 use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -56,21 +57,22 @@ impl Default for TcpConfig {
 }
 
 impl TcpConfig {
-    pub fn validate(&self) -> Result<(), String> {
+    /// Checks the settings; errors name the field within the `tcp` table.
+    pub fn validate(&self) -> Result<(), ConfigError> {
         if !(64..=65_000).contains(&self.mss) {
-            return Err(format!("tcp.mss: must be in 64..65000 bytes, got {}", self.mss));
+            return Err(ConfigError::new("mss", format!("must be in 64..65000 bytes, got {}", self.mss)));
         }
         if self.initial_cwnd == 0 {
-            return Err("tcp.initial_cwnd: must be at least 1".into());
+            return Err(ConfigError::new("initial_cwnd", "must be at least 1"));
         }
         if ![100, 250, 300, 1000].contains(&self.hz) {
-            return Err(format!("tcp.hz: must be one of 100, 250, 300, 1000, got {}", self.hz));
+            return Err(ConfigError::new("hz", format!("must be one of 100, 250, 300, 1000, got {}", self.hz)));
         }
         if self.sndbuf < self.mss as u64 || self.rcvbuf < self.mss as u64 {
-            return Err("tcp.sndbuf/rcvbuf: must hold at least one segment".into());
+            return Err(ConfigError::new("sndbuf/rcvbuf", "must hold at least one segment"));
         }
         if self.rto_min_us == 0 {
-            return Err("tcp.rto_min: must be positive".into());
+            return Err(ConfigError::new("rto_min", "must be positive"));
         }
         Ok(())
     }

@@ -7,6 +7,7 @@
 //! nanoseconds, so a long CBR run does not drift.
 
 use super::Direction;
+use crate::config::ConfigError;
 use crate::dist::Dist;
 use crate::rng::Rng;
 use crate::units::{Dur, Rate, Time};
@@ -50,26 +51,34 @@ fn default_packet_bytes() -> u32 {
 }
 
 impl UdpConfig {
-    pub fn validate(&self, field: &str) -> Result<(), String> {
+    pub fn validate(&self, field: &str) -> Result<(), ConfigError> {
+        self.check().map_err(|e| e.within(field))
+    }
+
+    /// Checks the source; errors name the field within its table.
+    fn check(&self) -> Result<(), ConfigError> {
         if self.rate.0 == 0 {
-            return Err(format!("{field}.rate: must be positive"));
+            return Err(ConfigError::new("rate", "must be positive"));
         }
         if !(28..=65_535).contains(&self.packet_bytes) {
-            return Err(format!("{field}.packet_bytes: must be in [28, 65535] (IPv4 + UDP headers to the IP maximum), got {}", self.packet_bytes));
+            return Err(ConfigError::new(
+                "packet_bytes",
+                format!("must be in [28, 65535] (IPv4 + UDP headers to the IP maximum), got {}", self.packet_bytes),
+            ));
         }
         if self.rtt.0 == 0 {
-            return Err(format!("{field}.rtt: must be positive"));
+            return Err(ConfigError::new("rtt", "must be positive"));
         }
         if let Some(stop) = self.stop {
             if stop <= self.start {
-                return Err(format!("{field}.stop: must be after start"));
+                return Err(ConfigError::new("stop", "must be after start"));
             }
         }
         if let UdpPattern::OnOff { on, off } = &self.pattern {
-            on.validate(&format!("{field}.pattern.on"))?;
-            off.validate(&format!("{field}.pattern.off"))?;
+            on.validate("pattern.on")?;
+            off.validate("pattern.off")?;
             if on.mean() <= 0.0 {
-                return Err(format!("{field}.pattern.on: mean on time must be positive"));
+                return Err(ConfigError::new("pattern.on", "mean on time must be positive"));
             }
         }
         Ok(())

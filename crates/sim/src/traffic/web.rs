@@ -9,6 +9,7 @@
 
 use super::Direction;
 use crate::cc::ParamValue;
+use crate::config::ConfigError;
 use crate::dist::Dist;
 use crate::rng::Rng;
 use crate::tcp::TcpConfig;
@@ -64,25 +65,31 @@ fn default_cca() -> String {
 }
 
 impl WebConfig {
-    pub fn validate(&self, field: &str) -> Result<(), String> {
+    pub fn validate(&self, field: &str) -> Result<(), ConfigError> {
+        self.check().map_err(|e| e.within(field))
+    }
+
+    /// Checks the generator; errors name the field within its table.
+    fn check(&self) -> Result<(), ConfigError> {
         if self.load.0 == 0 {
-            return Err(format!("{field}.load: must be positive"));
+            return Err(ConfigError::new("load", "must be positive"));
         }
-        self.sizes.validate(&format!("{field}.sizes"))?;
-        self.rtt.validate(&format!("{field}.rtt"))?;
+        self.sizes.validate("sizes")?;
+        self.rtt.validate("rtt")?;
         let mean = self.sizes.mean();
         if !(mean.is_finite() && mean >= 1.0) {
-            return Err(format!(
-                "{field}.sizes: the mean size must be finite and at least 1 byte to set the arrival rate (got {mean}); cap a heavy tail with max"
+            return Err(ConfigError::new(
+                "sizes",
+                format!("the mean size must be finite and at least 1 byte to set the arrival rate (got {mean}); cap a heavy tail with max"),
             ));
         }
         if let Some(stop) = self.stop {
             if stop <= self.start {
-                return Err(format!("{field}.stop: must be after start"));
+                return Err(ConfigError::new("stop", "must be after start"));
             }
         }
-        self.tcp.validate().map_err(|e| format!("{field}.{e}"))?;
-        crate::cc::make_cca(&self.cca, &self.cca_params).map_err(|e| format!("{field}.{e}"))?;
+        self.tcp.validate().map_err(|e| e.within("tcp"))?;
+        crate::cc::make_cca(&self.cca, &self.cca_params).map_err(|e| ConfigError::parse(&e))?;
         Ok(())
     }
 
@@ -207,6 +214,6 @@ mod tests {
             Dist::LognormalPareto { mu, sigma, k, tail, max, .. } => Dist::LognormalPareto { mu, sigma, k, alpha: 0.9, tail, max },
             d => d,
         };
-        assert!(bad.validate("web[0]").unwrap_err().contains("web[0].sizes"));
+        assert!(bad.validate("web[0]").unwrap_err().to_string().contains("web[0].sizes"));
     }
 }

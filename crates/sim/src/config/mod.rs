@@ -3,6 +3,10 @@
 //! and friendly error messages belong to the layer above; this module only
 //! re-checks what the engine relies on, so that a bad value can never panic.
 
+mod error;
+
+pub use error::ConfigError;
+
 use crate::cc::ParamValue;
 use crate::net::delay_line::JitterConfig;
 use crate::net::dynamics::DynamicsConfig;
@@ -133,20 +137,20 @@ impl SimConfig {
     }
 
     /// Checks everything the engine assumes. Errors name the field.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         self.validate_with(&[])
     }
 
     /// Like `validate`, also accepting the algorithm names in `external` (algorithms
     /// supplied by the caller through a `CcaFactory`, whose parameters it checks).
-    pub fn validate_with(&self, external: &[String]) -> Result<(), String> {
+    pub fn validate_with(&self, external: &[String]) -> Result<(), ConfigError> {
         let n = &self.network;
         if n.bottleneck_rate.0 == 0 {
-            return Err("network.bottleneck_rate: must be positive".into());
+            return Err(ConfigError::new("network.bottleneck_rate", "must be positive"));
         }
         match n.buffer {
             QueueLimit::Bytes(0) | QueueLimit::Packets(0) => {
-                return Err("network.buffer: must hold at least one packet".into());
+                return Err(ConfigError::new("network.buffer", "must hold at least one packet"));
             }
             _ => {}
         }
@@ -154,20 +158,21 @@ impl SimConfig {
         n.qdisc.validate(n.buffer)?;
         if let Some(a) = n.access_rate {
             if a.0 == 0 {
-                return Err("network.access_rate: must be positive".into());
+                return Err(ConfigError::new("network.access_rate", "must be positive"));
             }
         }
         for (i, d) in n.dynamics.iter().enumerate() {
-            d.validate(&format!("network.dynamics[{i}]"))?;
+            let field = format!("network.dynamics[{i}]");
+            d.validate(&field)?;
             if n.trace.is_some() && d.changes_rate() {
-                return Err(format!("network.dynamics[{i}]: a trace-driven bottleneck takes its rate from the trace; change delay or loss only"));
+                return Err(ConfigError::new(field, "a trace-driven bottleneck takes its rate from the trace; change delay or loss only"));
             }
         }
         if let Some(t) = &n.trace {
             t.validate("network.trace")?;
         }
         if self.flows.is_empty() && self.udp.is_empty() && self.web.is_empty() {
-            return Err("flows: at least one flow (or a udp source or web generator) is required".into());
+            return Err(ConfigError::new("flows", "at least one flow (or a udp source or web generator) is required"));
         }
         for (i, u) in self.udp.iter().enumerate() {
             u.validate(&format!("udp[{i}]"))?;
@@ -177,13 +182,13 @@ impl SimConfig {
         }
         let r = &self.run;
         if r.duration.0 == 0 {
-            return Err("run.duration: must be positive".into());
+            return Err(ConfigError::new("run.duration", "must be positive"));
         }
         if r.warmup >= r.duration {
-            return Err("run.warmup: must be shorter than run.duration".into());
+            return Err(ConfigError::new("run.warmup", "must be shorter than run.duration"));
         }
         if r.sample_interval.0 == 0 {
-            return Err("run.sample_interval: must be positive".into());
+            return Err(ConfigError::new("run.sample_interval", "must be positive"));
         }
         // New data cannot run ahead of delivery by more than a window, and delivery
         // is bounded by the bottleneck.
@@ -195,32 +200,36 @@ impl SimConfig {
         });
         let max_rate = n.dynamics.iter().map(|d| d.max_rate()).fold(n.bottleneck_rate.0.max(trace_rate), u64::max) as u128;
         for (i, f) in self.flows.iter().enumerate() {
-            f.tcp.validate().map_err(|e| format!("flows[{i}].{e}"))?;
+            let within = |e: ConfigError| e.within(&format!("flows[{i}]"));
+            f.tcp.validate().map_err(|e| within(e.within("tcp")))?;
             if !external.iter().any(|n| n == &f.cca) {
-                crate::cc::make_cca(&f.cca, &f.cca_params).map_err(|e| format!("flows[{i}].{e}"))?;
+                crate::cc::make_cca(&f.cca, &f.cca_params).map_err(|e| within(ConfigError::parse(&e)))?;
             }
             if f.rtt.0 == 0 {
-                return Err(format!("flows[{i}].rtt: must be positive"));
+                return Err(within(ConfigError::new("rtt", "must be positive")));
             }
             if let Some(stop) = f.stop {
                 if stop <= f.start {
-                    return Err(format!("flows[{i}].stop: must be after start"));
+                    return Err(within(ConfigError::new("stop", "must be after start")));
                 }
             }
             if f.size == Some(0) {
-                return Err(format!("flows[{i}].size: must be positive"));
+                return Err(within(ConfigError::new("size", "must be positive")));
             }
             if let Some(j) = &f.jitter {
                 if j.jitter.0 == 0 {
-                    return Err(format!("flows[{i}].jitter.jitter: must be positive"));
+                    return Err(within(ConfigError::new("jitter.jitter", "must be positive")));
                 }
             }
             let window = (f.tcp.sndbuf.min(f.tcp.rcvbuf) / f.tcp.mss as u64) as u128;
             let segs = max_rate * r.duration.0 as u128 / 8 / 1_000_000_000 / f.tcp.mss as u128 + window;
             if segs > MAX_SEGMENTS {
-                return Err(format!(
-                    "flows[{i}]: the run could send {segs} segments, more than the engine's 32-bit sequence space allows ({MAX_SEGMENTS}); shorten run.duration"
-                ));
+                return Err(within(ConfigError::new(
+                    "",
+                    format!(
+                        "the run could send {segs} segments, more than the engine's 32-bit sequence space allows ({MAX_SEGMENTS}); shorten run.duration"
+                    ),
+                )));
             }
         }
         Ok(())
