@@ -1,7 +1,8 @@
 //! PyO3 bindings: the thinnest layer that lets Python hand a resolved scenario
 //! (JSON in engine units, produced and validated by `ccarena.scenario`) to the
 //! engine and get its records back as JSON. The GIL is released while the engine
-//! runs, so several runs can proceed on threads (e.g. Dask workers).
+//! runs, so several runs can proceed on threads (e.g. Dask workers). A scenario
+//! the engine refuses raises `ConfigError` (a `ValueError`) carrying the field.
 
 mod pycca;
 
@@ -10,12 +11,60 @@ use ccarena_sim::{CcaFactory, SimConfig, Simulation};
 use pycca::PyFactory;
 use std::collections::HashMap;
 use std::sync::Arc;
+use pyo3::create_exception;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
+use serde_path_to_error::Segment;
 use std::sync::Mutex;
 
-fn parse_config(config_json: &str) -> PyResult<SimConfig> {
-    serde_json::from_str(config_json).map_err(|e| PyValueError::new_err(format!("engine config: {e}")))
+create_exception!(
+    ccarena._engine,
+    ConfigError,
+    PyValueError,
+    "A scenario the engine refuses. `field` is the dotted path of the offending field \
+     (`flows[3].tcp.mss`), `message` what is wrong and what is allowed; str() is \"field: message\"."
+);
+
+/// The Python `ConfigError` of an engine error, with `field` and `message` set.
+fn config_error(py: Python<'_>, e: ccarena_sim::ConfigError) -> PyErr {
+    let err = ConfigError::new_err(e.to_string());
+    let value = err.value(py);
+    if let Err(set) = value.setattr("field", e.field).and_then(|_| value.setattr("message", e.message)) {
+        return set;
+    }
+    err
+}
+
+/// Reads the engine config; a JSON value of the wrong shape is a `ConfigError`
+/// naming the field where the reader stopped (`run.duration`, `flows[2].rtt`).
+fn parse_config(py: Python<'_>, config_json: &str) -> PyResult<SimConfig> {
+    let de = &mut serde_json::Deserializer::from_str(config_json);
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let mut field = String::new();
+        for segment in e.path() {
+            match segment {
+                Segment::Seq { index } => field.push_str(&format!("[{index}]")),
+                Segment::Map { key } if field.is_empty() => field.push_str(key),
+                Segment::Map { key } => field.push_str(&format!(".{key}")),
+                Segment::Enum { variant } => field.push_str(&format!(".{variant}")),
+                Segment::Unknown => break,
+            }
+        }
+        let inner = e.inner();
+        let mut message = inner.to_string();
+        // The position in a machine-written document says less than the field.
+        let at = format!(" at line {} column {}", inner.line(), inner.column());
+        if let Some(m) = message.strip_suffix(&at) {
+            message = m.to_string();
+        }
+        // A missing field is named itself, as the scenario language names it.
+        if let Some(name) = message.strip_prefix("missing field `").and_then(|m| m.strip_suffix('`')) {
+            let missing = ccarena_sim::ConfigError::new(name, "missing required field");
+            return config_error(py, missing.within(&field));
+        }
+        let field = if field.is_empty() { "engine config".to_string() } else { field };
+        config_error(py, ccarena_sim::ConfigError::new(field, message))
+    })
 }
 
 fn factory(py_ccas: Option<HashMap<String, Py<PyAny>>>) -> Option<PyFactory> {
@@ -38,12 +87,12 @@ fn check_python_errors(f: &Option<PyFactory>) -> PyResult<()> {
 #[pyfunction]
 #[pyo3(signature = (config_json, py_ccas=None))]
 fn run_json(py: Python<'_>, config_json: &str, py_ccas: Option<HashMap<String, Py<PyAny>>>) -> PyResult<String> {
-    let cfg = parse_config(config_json)?;
+    let cfg = parse_config(py, config_json)?;
     let fac = factory(py_ccas);
     let result = py.detach(|| {
         Simulation::with_factory(cfg, fac.as_ref().map(|f| f as &dyn CcaFactory)).map(|sim| sim.run())
     });
-    let r = result.map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let r = result.map_err(|e| config_error(py, e))?;
     check_python_errors(&fac)?;
     serde_json::to_string(&r).map_err(|e| PyRuntimeError::new_err(e.to_string()))
 }
@@ -54,12 +103,12 @@ fn cca_catalogue_json() -> PyResult<String> {
     serde_json::to_string(&ccarena_sim::cc::cca_catalogue()).map_err(|e| PyRuntimeError::new_err(e.to_string()))
 }
 
-/// Checks a resolved scenario without running it; raises ValueError naming the field.
+/// Checks a resolved scenario without running it; raises ConfigError naming the field.
 /// Names in `external` are algorithms supplied from Python (checked when built).
 #[pyfunction]
 #[pyo3(signature = (config_json, external=Vec::new()))]
-fn validate_json(config_json: &str, external: Vec<String>) -> PyResult<()> {
-    parse_config(config_json)?.validate_with(&external).map_err(|e| PyValueError::new_err(e.to_string()))
+fn validate_json(py: Python<'_>, config_json: &str, external: Vec<String>) -> PyResult<()> {
+    parse_config(py, config_json)?.validate_with(&external).map_err(|e| config_error(py, e))
 }
 
 /// A run that can be advanced in slices, for progress reporting.
@@ -75,12 +124,12 @@ impl Engine {
     #[new]
     #[pyo3(signature = (config_json, py_ccas=None))]
     fn new(py: Python<'_>, config_json: &str, py_ccas: Option<HashMap<String, Py<PyAny>>>) -> PyResult<Self> {
-        let cfg = parse_config(config_json)?;
+        let cfg = parse_config(py, config_json)?;
         let duration_ns = cfg.run.duration.0;
         let factory = factory(py_ccas);
         let sim = py
             .detach(|| Simulation::with_factory(cfg, factory.as_ref().map(|f| f as &dyn CcaFactory)))
-            .map_err(|e| PyValueError::new_err(e.to_string()))?;
+            .map_err(|e| config_error(py, e))?;
         Ok(Engine { sim: Mutex::new(Some(sim)), duration_ns, factory })
     }
 
@@ -131,6 +180,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cca_catalogue_json, m)?)?;
     m.add_function(wrap_pyfunction!(validate_json, m)?)?;
     m.add_class::<Engine>()?;
+    m.add("ConfigError", m.py().get_type::<ConfigError>())?;
     m.add_class::<pycca::Sock>()?;
     m.add("ENGINE_VERSION", env!("CARGO_PKG_VERSION"))?;
     Ok(())

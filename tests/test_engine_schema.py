@@ -1,0 +1,102 @@
+"""The engine's side of the scenario seam, called directly: typed errors
+(`_engine.ConfigError`) and the exported scenario schema (`_engine.schema_json`)."""
+
+import copy
+import json
+import pickle
+
+import pytest
+
+from ccarena import _engine
+
+#: A small valid engine config (engine units: ns, bit/s, bytes).
+CONFIG = {
+    "network": {"bottleneck_rate": 100_000_000, "buffer": {"packets": 100}},
+    "flows": [{"cca": "cubic", "rtt": 40_000_000}],
+    "run": {"duration": 1_000_000_000},
+}
+
+
+def config(**changes):
+    """CONFIG with dotted paths set, e.g. config(**{"flows.0.tcp": {"mss": 1}})."""
+    c = copy.deepcopy(CONFIG)
+    for path, value in changes.items():
+        *parents, last = path.split(".")
+        node = c
+        for p in parents:
+            node = node[int(p)] if p.isdigit() else node.setdefault(p, {})
+        node[int(last) if last.isdigit() else last] = value
+    return json.dumps(c)
+
+
+def test_a_valid_config_passes():
+    _engine.validate_json(json.dumps(CONFIG))
+
+
+@pytest.mark.parametrize(
+    "changes,field,fragment",
+    [
+        ({"flows.0.tcp": {"mss": 10}}, "flows[0].tcp.mss", "64..65000"),
+        ({"flows.0.cca": "cubc"}, "flows[0].cca", "unknown congestion control 'cubc'"),
+        ({"flows.0.cca_params": {"beta": 5000}}, "flows[0].cca_params.beta", "1..1023"),
+        ({"network.qdisc": {"kind": "red", "max_p": 1.5}}, "network.qdisc.max_p", "(0, 1]"),
+        ({"run.warmup": 2_000_000_000}, "run.warmup", "shorter than run.duration"),
+        ({"web": [{"load": 0}]}, "web[0].load", "positive"),
+    ],
+)
+def test_validation_errors_are_config_errors_naming_the_field(changes, field, fragment):
+    with pytest.raises(_engine.ConfigError) as e:
+        _engine.validate_json(config(**changes))
+    assert e.value.field == field
+    assert fragment in e.value.message
+    assert str(e.value) == f"{e.value.field}: {e.value.message}"
+
+
+def test_config_error_is_a_value_error_and_survives_pickling():
+    assert issubclass(_engine.ConfigError, ValueError)
+    with pytest.raises(ValueError):
+        _engine.validate_json(config(**{"run.duration": 0}))
+    try:
+        _engine.validate_json(config(**{"run.duration": 0}))
+    except _engine.ConfigError as e:
+        again = pickle.loads(pickle.dumps(e))
+        assert (again.field, again.message, str(again)) == ("run.duration", "must be positive", "run.duration: must be positive")
+
+
+@pytest.mark.parametrize(
+    "changes,field,fragment",
+    [
+        ({"run.duration": "10s"}, "run.duration", "invalid type: string"),
+        ({"flows.0.rtt": -1}, "flows[0].rtt", "invalid value"),
+        ({"flows.0.tcp": {"msss": 1}}, "flows[0].tcp.msss", "unknown field `msss`"),
+        ({"network.buffer": {"packets": "many"}}, "network.buffer.packets", "invalid type"),
+    ],
+)
+def test_json_of_the_wrong_shape_names_the_field(changes, field, fragment):
+    with pytest.raises(_engine.ConfigError) as e:
+        _engine.validate_json(config(**changes))
+    assert e.value.field == field, str(e.value)
+    assert fragment in e.value.message
+    assert " at line " not in e.value.message
+
+
+def test_a_missing_section_or_broken_json_is_a_config_error():
+    with pytest.raises(_engine.ConfigError) as e:
+        _engine.validate_json(json.dumps({"network": CONFIG["network"], "flows": CONFIG["flows"]}))
+    assert str(e.value) == "run: missing required field"
+    del_rate = json.loads(config())
+    del del_rate["network"]["bottleneck_rate"]
+    with pytest.raises(_engine.ConfigError) as e:
+        _engine.validate_json(json.dumps(del_rate))
+    assert str(e.value) == "network.bottleneck_rate: missing required field"
+    with pytest.raises(_engine.ConfigError) as e:
+        _engine.validate_json("{")
+    assert e.value.field == "engine config"
+
+
+def test_run_and_engine_raise_config_errors_too():
+    bad = config(**{"flows.0.tcp": {"hz": 123}})
+    for call in (_engine.run_json, _engine.Engine):
+        with pytest.raises(_engine.ConfigError) as e:
+            call(bad)
+        assert e.value.field == "flows[0].tcp.hz"
