@@ -100,3 +100,51 @@ def test_run_and_engine_raise_config_errors_too():
         with pytest.raises(_engine.ConfigError) as e:
             call(bad)
         assert e.value.field == "flows[0].tcp.hz"
+
+
+def schema():
+    return json.loads(_engine.schema_json())
+
+
+def test_schema_has_every_leaf_table():
+    s = schema()
+    assert s["version"] == 1 and s["root"] == "config"
+    tables = s["tables"]
+    for name in ["config", "network", "flow", "run", "tcp", "qdisc", "loss", "dist", "dynamics", "path_setting", "udp", "udp_pattern", "web", "jitter", "trace"]:
+        assert name in tables, name
+    for name, table in tables.items():
+        assert table["doc"], name
+        assert ("fields" in table) + ("variants" in table) + ("values" in table) == 1, name
+        fields = [table["fields"]] if "fields" in table else [v["fields"] for v in table.get("variants", {}).values()]
+        for fs in fields:
+            for fname, f in fs.items():
+                assert f["kind"] in {"int", "float", "bool", "string", "duration_ns", "duration_us", "bytes", "rate_bps", "enum", "queue_limit", "cca_params", "table"}, (name, fname)
+                assert isinstance(f["required"], bool) and "default" in f and f["doc"], (name, fname)
+                assert ("rule" in f) == any(k in f for k in ("min", "max", "one_of")), (name, fname)
+
+
+def test_schema_entries_match_the_engine():
+    t = schema()["tables"]
+    mss = t["tcp"]["fields"]["mss"]
+    assert (mss["kind"], mss["min"], mss["max"], mss["default"], mss["unit"]) == ("int", 64, 65000, 1448, "bytes")
+    assert t["tcp"]["fields"]["hz"]["one_of"] == [100, 250, 300, 1000]
+    assert t["run"]["fields"]["duration"] == {
+        "kind": "duration_ns", "required": True, "default": None, "min": 0, "exclusive_min": True, "rule": "must be positive",
+        "doc": "Simulated time of the run.",
+    }
+    assert t["qdisc"]["tag"] == "kind" and list(t["qdisc"]["variants"]) == sorted(["drop_tail", "red", "codel", "fq_codel", "pie"])
+    assert t["qdisc"]["variants"]["pie"]["fields"]["alpha"]["default"] == 0.125
+    assert set(t["loss"]["variants"]) == {"bernoulli", "periodic", "gilbert_elliott", "scheduled", "outages"}
+    assert set(t["dist"]["variants"]["lognormal_pareto"]["fields"]) == {"mu", "sigma", "k", "alpha", "tail", "max"}
+    assert t["web"]["fields"]["cca"]["default"] == "reno"
+    assert t["web"]["fields"]["sizes"]["default"]["max"] == 10e6
+    assert t["udp"]["fields"]["packet_bytes"]["default"] == 1500
+    assert t["flow"]["fields"]["tcp"] == {"kind": "table", "table": "tcp", "required": False, "default": t["flow"]["fields"]["tcp"]["default"], "doc": "TCP settings of both endpoints."}
+    assert t["dynamics"]["variants"]["random_walk"]["fields"]["property"]["values"] == ["rate", "delay", "loss"]
+
+
+def test_a_value_just_outside_a_declared_range_is_refused_with_the_schemas_rule():
+    rule = schema()["tables"]["tcp"]["fields"]["mss"]["rule"]
+    with pytest.raises(_engine.ConfigError) as e:
+        _engine.validate_json(config(**{"flows.0.tcp": {"mss": 63}}))
+    assert e.value.field == "flows[0].tcp.mss" and e.value.message == f"{rule}, got 63"

@@ -103,6 +103,14 @@ fn cca_catalogue_json() -> PyResult<String> {
     serde_json::to_string(&ccarena_sim::cc::cca_catalogue()).map_err(|e| PyRuntimeError::new_err(e.to_string()))
 }
 
+/// The engine's scenario schema as JSON: every table of the engine config with
+/// each field's kind, range, default, unit and doc (see
+/// `ccarena_sim::config::schema::schema`).
+#[pyfunction]
+fn schema_json() -> PyResult<String> {
+    serde_json::to_string(&ccarena_sim::config::schema::schema()).map_err(|e| PyRuntimeError::new_err(e.to_string()))
+}
+
 /// Checks a resolved scenario without running it; raises ConfigError naming the field.
 /// Names in `external` are algorithms supplied from Python (checked when built).
 #[pyfunction]
@@ -179,6 +187,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run_json, m)?)?;
     m.add_function(wrap_pyfunction!(cca_catalogue_json, m)?)?;
     m.add_function(wrap_pyfunction!(validate_json, m)?)?;
+    m.add_function(wrap_pyfunction!(schema_json, m)?)?;
     m.add_class::<Engine>()?;
     m.add("ConfigError", m.py().get_type::<ConfigError>())?;
     m.add_class::<pycca::Sock>()?;

@@ -20,13 +20,20 @@ impl ConfigError {
     }
 
     /// The same error seen from the table that holds `parent`: `tcp.mss`
-    /// within `flows[3]` is `flows[3].tcp.mss`; an error of the whole table
-    /// (empty field) becomes an error of `parent` itself.
+    /// within `flows[3]` is `flows[3].tcp.mss`, `[3].tcp.mss` (an error of a
+    /// list's entry) within `flows` is `flows[3].tcp.mss`; an error of the
+    /// whole table (empty field) becomes an error of `parent` itself.
     pub fn within(mut self, parent: &str) -> ConfigError {
         if parent.is_empty() {
             return self;
         }
-        self.field = if self.field.is_empty() { parent.to_string() } else { format!("{parent}.{}", self.field) };
+        self.field = if self.field.is_empty() {
+            parent.to_string()
+        } else if self.field.starts_with('[') {
+            format!("{parent}{}", self.field)
+        } else {
+            format!("{parent}.{}", self.field)
+        };
         self
     }
 
@@ -71,6 +78,7 @@ mod tests {
         assert_eq!(e.to_string(), "flows[3].tcp.mss: must be in 64..65000 bytes, got 1");
         assert_eq!(ConfigError::new("", "needs 0 <= min <= max").within("web[0].sizes").field, "web[0].sizes");
         assert_eq!(ConfigError::new("rtt", "must be positive").within(""), ConfigError::new("rtt", "must be positive"));
+        assert_eq!(ConfigError::new("max_p", "x").within("[2]").within("dynamics").field, "dynamics[2].max_p");
     }
 
     #[test]

@@ -4,8 +4,10 @@
 //! re-checks what the engine relies on, so that a bad value can never panic.
 
 mod error;
+pub mod schema;
 
 pub use error::ConfigError;
+pub use schema::Schema;
 
 use crate::cc::ParamValue;
 use crate::net::delay_line::JitterConfig;
@@ -23,18 +25,22 @@ use crate::units::{Dur, Rate, Time};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+/// The dumbbell's shared bottleneck and the hosts' access links.
+#[derive(Clone, Debug, Serialize, Deserialize, Schema)]
 #[serde(deny_unknown_fields)]
+#[schema(name = "network", rules = NetworkConfig::rules)]
 pub struct NetworkConfig {
     /// Rate of the shared bottleneck link.
+    #[schema(positive)]
     pub bottleneck_rate: Rate,
-    /// Size limit of the bottleneck queue.
+    /// Size limit of the bottleneck queue, at least one packet.
     pub buffer: QueueLimit,
     /// Random loss of packets arriving at the bottleneck (forward direction).
     #[serde(default = "LossSpec::none")]
     pub loss: LossSpec,
     /// Rate of every host's access link (default: 10 x the bottleneck).
     #[serde(default)]
+    #[schema(positive)]
     pub access_rate: Option<Rate>,
     /// Queue discipline of the bottleneck (default: drop-tail); its size limit
     /// is `buffer`.
@@ -54,28 +60,58 @@ pub struct NetworkConfig {
     pub trace: Option<TraceConfig>,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+impl NetworkConfig {
+    /// Checks across fields (the ranges are declared on the fields).
+    fn rules(&self) -> Result<(), ConfigError> {
+        match self.buffer {
+            QueueLimit::Bytes(0) | QueueLimit::Packets(0) => {
+                return Err(ConfigError::new("buffer", "must hold at least one packet"));
+            }
+            _ => {}
+        }
+        self.qdisc.check_limit(self.buffer).map_err(|e| e.within("qdisc"))?;
+        if self.trace.is_some() {
+            if let Some(i) = self.dynamics.iter().position(DynamicsConfig::changes_rate) {
+                return Err(ConfigError::new(
+                    format!("dynamics[{i}]"),
+                    "a trace-driven bottleneck takes its rate from the trace; change delay or loss only",
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A long-lived (or sized) TCP flow between a sender and a receiver host.
+#[derive(Clone, Debug, Serialize, Deserialize, Schema)]
 #[serde(deny_unknown_fields)]
+#[schema(name = "flow", rules = FlowConfig::rules)]
 pub struct FlowConfig {
+    /// Congestion control algorithm (a name from the algorithm catalogue).
     pub cca: String,
+    /// The algorithm's parameters (the catalogue lists them with their ranges).
     #[serde(default)]
     pub cca_params: BTreeMap<String, ParamValue>,
     /// Two-way propagation delay of the flow's path.
+    #[schema(positive)]
     pub rtt: Dur,
     /// When the connection opens (SYN).
     #[serde(default)]
     pub start: Time,
-    /// When the application stops writing (default: never).
+    /// When the application stops writing (default: never); after start.
     #[serde(default)]
     pub stop: Option<Time>,
     /// Bytes to transfer (default: unlimited, a bulk flow).
     #[serde(default)]
+    #[schema(positive, kind = "bytes")]
     pub size: Option<u64>,
+    /// TCP settings of both endpoints.
     #[serde(default)]
     pub tcp: TcpConfig,
     /// A label for reports (e.g. the flow group's name).
     #[serde(default)]
     pub label: String,
+    /// Which way the data crosses the dumbbell.
     #[serde(default)]
     pub direction: Direction,
     /// Delay variation on the data direction's propagation leg (netem-like).
@@ -86,15 +122,35 @@ pub struct FlowConfig {
     pub background: bool,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+impl FlowConfig {
+    /// Checks across fields (the ranges are declared on the fields).
+    fn rules(&self) -> Result<(), ConfigError> {
+        if let Some(stop) = self.stop {
+            if stop <= self.start {
+                return Err(ConfigError::new("stop", "must be after start"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// How long the run lasts, what it measures, and its seed.
+#[derive(Clone, Debug, Serialize, Deserialize, Schema)]
 #[serde(deny_unknown_fields)]
+#[schema(name = "run", rules = RunConfig::rules)]
 pub struct RunConfig {
+    /// Simulated time of the run.
+    #[schema(positive)]
     pub duration: Dur,
+    /// Start of the measurement window (shorter than duration).
     #[serde(default)]
     pub warmup: Dur,
+    /// Seed of every random stream of the run.
     #[serde(default)]
     pub seed: u64,
+    /// Interval of the sampled time series.
     #[serde(default = "default_sample_interval")]
+    #[schema(positive)]
     pub sample_interval: Dur,
     /// Each flow's start is delayed by a uniform random amount in [0, start_jitter)
     /// drawn from the run's "start-jitter" stream, so that repetitions with
@@ -108,10 +164,24 @@ fn default_sample_interval() -> Dur {
     Dur::from_ms(100)
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+impl RunConfig {
+    /// Checks across fields (the ranges are declared on the fields).
+    fn rules(&self) -> Result<(), ConfigError> {
+        if self.warmup >= self.duration {
+            return Err(ConfigError::new("warmup", "must be shorter than run.duration"));
+        }
+        Ok(())
+    }
+}
+
+/// The engine's input: a fully resolved scenario.
+#[derive(Clone, Debug, Serialize, Deserialize, Schema)]
 #[serde(deny_unknown_fields)]
+#[schema(name = "config")]
 pub struct SimConfig {
+    /// The bottleneck, access links, path changes.
     pub network: NetworkConfig,
+    /// TCP flows, one entry per flow.
     #[serde(default)]
     pub flows: Vec<FlowConfig>,
     /// Unresponsive UDP sources.
@@ -120,6 +190,7 @@ pub struct SimConfig {
     /// Web-like short-flow generators.
     #[serde(default)]
     pub web: Vec<WebConfig>,
+    /// Duration, measurement window, seed.
     pub run: RunConfig,
 }
 
@@ -144,52 +215,15 @@ impl SimConfig {
     /// Like `validate`, also accepting the algorithm names in `external` (algorithms
     /// supplied by the caller through a `CcaFactory`, whose parameters it checks).
     pub fn validate_with(&self, external: &[String]) -> Result<(), ConfigError> {
-        let n = &self.network;
-        if n.bottleneck_rate.0 == 0 {
-            return Err(ConfigError::new("network.bottleneck_rate", "must be positive"));
-        }
-        match n.buffer {
-            QueueLimit::Bytes(0) | QueueLimit::Packets(0) => {
-                return Err(ConfigError::new("network.buffer", "must hold at least one packet"));
-            }
-            _ => {}
-        }
-        n.loss.validate("network.loss")?;
-        n.qdisc.validate(n.buffer)?;
-        if let Some(a) = n.access_rate {
-            if a.0 == 0 {
-                return Err(ConfigError::new("network.access_rate", "must be positive"));
-            }
-        }
-        for (i, d) in n.dynamics.iter().enumerate() {
-            let field = format!("network.dynamics[{i}]");
-            d.validate(&field)?;
-            if n.trace.is_some() && d.changes_rate() {
-                return Err(ConfigError::new(field, "a trace-driven bottleneck takes its rate from the trace; change delay or loss only"));
-            }
-        }
-        if let Some(t) = &n.trace {
-            t.validate("network.trace")?;
-        }
+        // Every declared range and each table's checks across its fields.
+        self.check_fields()?;
         if self.flows.is_empty() && self.udp.is_empty() && self.web.is_empty() {
             return Err(ConfigError::new("flows", "at least one flow (or a udp source or web generator) is required"));
         }
-        for (i, u) in self.udp.iter().enumerate() {
-            u.validate(&format!("udp[{i}]"))?;
-        }
         for (i, w) in self.web.iter().enumerate() {
-            w.validate(&format!("web[{i}]"))?;
+            crate::cc::make_cca(&w.cca, &w.cca_params).map_err(|e| ConfigError::parse(&e).within(&format!("web[{i}]")))?;
         }
-        let r = &self.run;
-        if r.duration.0 == 0 {
-            return Err(ConfigError::new("run.duration", "must be positive"));
-        }
-        if r.warmup >= r.duration {
-            return Err(ConfigError::new("run.warmup", "must be shorter than run.duration"));
-        }
-        if r.sample_interval.0 == 0 {
-            return Err(ConfigError::new("run.sample_interval", "must be positive"));
-        }
+        let (n, r) = (&self.network, &self.run);
         // New data cannot run ahead of delivery by more than a window, and delivery
         // is bounded by the bottleneck.
         let trace_rate = n.trace.as_ref().map_or(0, |t| {
@@ -201,25 +235,8 @@ impl SimConfig {
         let max_rate = n.dynamics.iter().map(|d| d.max_rate()).fold(n.bottleneck_rate.0.max(trace_rate), u64::max) as u128;
         for (i, f) in self.flows.iter().enumerate() {
             let within = |e: ConfigError| e.within(&format!("flows[{i}]"));
-            f.tcp.validate().map_err(|e| within(e.within("tcp")))?;
             if !external.iter().any(|n| n == &f.cca) {
                 crate::cc::make_cca(&f.cca, &f.cca_params).map_err(|e| within(ConfigError::parse(&e)))?;
-            }
-            if f.rtt.0 == 0 {
-                return Err(within(ConfigError::new("rtt", "must be positive")));
-            }
-            if let Some(stop) = f.stop {
-                if stop <= f.start {
-                    return Err(within(ConfigError::new("stop", "must be after start")));
-                }
-            }
-            if f.size == Some(0) {
-                return Err(within(ConfigError::new("size", "must be positive")));
-            }
-            if let Some(j) = &f.jitter {
-                if j.jitter.0 == 0 {
-                    return Err(within(ConfigError::new("jitter.jitter", "must be positive")));
-                }
             }
             let window = (f.tcp.sndbuf.min(f.tcp.rcvbuf) / f.tcp.mss as u64) as u128;
             let segs = max_rate * r.duration.0 as u128 / 8 / 1_000_000_000 / f.tcp.mss as u128 + window;

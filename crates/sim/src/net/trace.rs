@@ -8,16 +8,22 @@
 //! spans several opportunities. Reading trace files is the caller's business:
 //! the engine takes the list of milliseconds.
 
-use crate::config::ConfigError;
+use crate::config::{ConfigError, Schema};
 use crate::units::Time;
 use serde::{Deserialize, Serialize};
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// A delivery-opportunity trace that serves the forward bottleneck.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Schema)]
 #[serde(deny_unknown_fields)]
+#[schema(name = "trace", rules = TraceConfig::rules)]
 pub struct TraceConfig {
-    /// Delivery opportunities, milliseconds from the start, non-decreasing.
+    /// Delivery opportunities, milliseconds from the start, non-decreasing;
+    /// the last one (positive) is the trace's period.
+    #[schema(unit = "ms")]
     pub opportunities_ms: Vec<u64>,
+    /// Bytes one opportunity may carry.
     #[serde(default = "default_bytes")]
+    #[schema(positive, kind = "bytes")]
     pub bytes_per_opportunity: u32,
     /// Loop the trace (Mahimahi does); otherwise the link stops at its end.
     #[serde(default = "yes")]
@@ -39,11 +45,11 @@ const NEVER: Time = Time(u64::MAX / 4);
 
 impl TraceConfig {
     pub fn validate(&self, field: &str) -> Result<(), ConfigError> {
-        self.check().map_err(|e| e.within(field))
+        self.check_fields().map_err(|e| e.within(field))
     }
 
-    /// Checks the trace; errors name the field within its table.
-    fn check(&self) -> Result<(), ConfigError> {
+    /// Checks across fields (the ranges are declared on the fields).
+    fn rules(&self) -> Result<(), ConfigError> {
         if self.opportunities_ms.is_empty() {
             return Err(ConfigError::new("", "the trace has no delivery opportunities"));
         }
@@ -52,9 +58,6 @@ impl TraceConfig {
         }
         if *self.opportunities_ms.last().expect("non-empty") == 0 {
             return Err(ConfigError::new("", "the last timestamp must be positive (it is the trace's period)"));
-        }
-        if self.bytes_per_opportunity == 0 {
-            return Err(ConfigError::new("bytes_per_opportunity", "must be positive"));
         }
         Ok(())
     }

@@ -125,7 +125,7 @@ impl Simulation {
         };
         let mut links = vec![Link::new(
             net.bottleneck_rate,
-            build_qdisc(&net.qdisc, net.buffer, net.bottleneck_rate, Rng::stream(seed, "bottleneck-aqm"))?,
+            build_qdisc(&net.qdisc, net.buffer, net.bottleneck_rate, Rng::stream(seed, "bottleneck-aqm")),
             &net.loss,
             Rng::stream(seed, "bottleneck-loss"),
         )];
@@ -135,7 +135,7 @@ impl Simulation {
         if topo.reverse_bottleneck {
             links.push(Link::new(
                 net.bottleneck_rate,
-                build_qdisc(&net.qdisc, net.buffer, net.bottleneck_rate, Rng::stream(seed, "reverse-bottleneck-aqm"))?,
+                build_qdisc(&net.qdisc, net.buffer, net.bottleneck_rate, Rng::stream(seed, "reverse-bottleneck-aqm")),
                 &LossSpec::none(),
                 Rng::stream(seed, "reverse-bottleneck-loss"),
             ));

@@ -8,16 +8,19 @@
 pub mod udp;
 pub mod web;
 
+use crate::config::Schema;
 use serde::{Deserialize, Serialize};
 
 /// Which way a flow's data crosses the dumbbell. Reverse traffic uses the
 /// reverse bottleneck for its data and sends its ACKs through the forward one,
 /// so it shares the ACK path of forward flows.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, Schema)]
 #[serde(rename_all = "snake_case")]
 pub enum Direction {
+    /// Data crosses the forward bottleneck, ACKs come back (through the reverse one, if built).
     #[default]
     Forward,
+    /// Data crosses the reverse bottleneck, ACKs the forward one.
     Reverse,
 }
 

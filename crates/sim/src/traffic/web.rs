@@ -9,7 +9,7 @@
 
 use super::Direction;
 use crate::cc::ParamValue;
-use crate::config::ConfigError;
+use crate::config::{ConfigError, Schema};
 use crate::dist::Dist;
 use crate::rng::Rng;
 use crate::tcp::TcpConfig;
@@ -24,29 +24,40 @@ pub const DEFAULT_MAX_SIZE: f64 = 10e6;
 /// Shortest RTT a drawn value is raised to (an exponential can draw ~0).
 pub const MIN_RTT: Dur = Dur(1_000);
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+/// A generator of web-like short TCP flows.
+#[derive(Clone, Debug, Serialize, Deserialize, Schema)]
 #[serde(deny_unknown_fields)]
+#[schema(name = "web", rules = WebConfig::rules)]
 pub struct WebConfig {
     /// Offered load: payload bits per second of the transfers started.
+    #[schema(positive)]
     pub load: Rate,
-    /// Transfer sizes in bytes.
+    /// Transfer sizes in bytes (default: SURGE capped at 10 MB); the mean must be finite.
     #[serde(default = "default_sizes")]
     pub sizes: Dist,
-    /// Two-way propagation delay of each connection's path, in nanoseconds.
+    /// Two-way propagation delay of each connection's path, in nanoseconds
+    /// (default: exponential, mean 132 ms).
     #[serde(default = "default_rtt")]
     pub rtt: Dist,
+    /// Congestion control of every connection.
     #[serde(default = "default_cca")]
     pub cca: String,
+    /// The algorithm's parameters.
     #[serde(default)]
     pub cca_params: BTreeMap<String, ParamValue>,
+    /// TCP settings of every connection.
     #[serde(default)]
     pub tcp: TcpConfig,
+    /// Which way the transfers' data crosses the dumbbell.
     #[serde(default)]
     pub direction: Direction,
+    /// When the first arrival may happen.
     #[serde(default)]
     pub start: Time,
+    /// When arrivals stop (default: never); after start.
     #[serde(default)]
     pub stop: Option<Time>,
+    /// A label for reports.
     #[serde(default)]
     pub label: String,
 }
@@ -65,17 +76,16 @@ fn default_cca() -> String {
 }
 
 impl WebConfig {
+    /// Checks the generator (its algorithm's name and parameters too); errors
+    /// name the field within `field`.
     pub fn validate(&self, field: &str) -> Result<(), ConfigError> {
-        self.check().map_err(|e| e.within(field))
+        self.check_fields()
+            .and_then(|()| crate::cc::make_cca(&self.cca, &self.cca_params).map(|_| ()).map_err(|e| ConfigError::parse(&e)))
+            .map_err(|e| e.within(field))
     }
 
-    /// Checks the generator; errors name the field within its table.
-    fn check(&self) -> Result<(), ConfigError> {
-        if self.load.0 == 0 {
-            return Err(ConfigError::new("load", "must be positive"));
-        }
-        self.sizes.validate("sizes")?;
-        self.rtt.validate("rtt")?;
+    /// Checks across fields (the ranges are declared on the fields).
+    fn rules(&self) -> Result<(), ConfigError> {
         let mean = self.sizes.mean();
         if !(mean.is_finite() && mean >= 1.0) {
             return Err(ConfigError::new(
@@ -88,8 +98,6 @@ impl WebConfig {
                 return Err(ConfigError::new("stop", "must be after start"));
             }
         }
-        self.tcp.validate().map_err(|e| e.within("tcp"))?;
-        crate::cc::make_cca(&self.cca, &self.cca_params).map_err(|e| ConfigError::parse(&e))?;
         Ok(())
     }
 
