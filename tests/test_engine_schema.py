@@ -120,7 +120,7 @@ def test_schema_has_every_leaf_table():
             for fname, f in fs.items():
                 assert f["kind"] in {"int", "float", "bool", "string", "duration_ns", "duration_us", "bytes", "rate_bps", "enum", "queue_limit", "cca_params", "table"}, (name, fname)
                 assert isinstance(f["required"], bool) and "default" in f and f["doc"], (name, fname)
-                assert ("rule" in f) == any(k in f for k in ("min", "max", "one_of")), (name, fname)
+                assert ("rule" in f) == any(k in f for k in ("min", "max", "one_of", "min_field")), (name, fname)
 
 
 def test_schema_entries_match_the_engine():
@@ -148,3 +148,36 @@ def test_a_value_just_outside_a_declared_range_is_refused_with_the_schemas_rule(
     with pytest.raises(_engine.ConfigError) as e:
         _engine.validate_json(config(**{"flows.0.tcp": {"mss": 63}}))
     assert e.value.field == "flows[0].tcp.mss" and e.value.message == f"{rule}, got 63"
+
+
+def test_web_flows_use_python_algorithms_like_long_flows():
+    from pathlib import Path
+
+    import ccarena
+
+    ccarena.load_cca_file(Path(__file__).parent.parent / "examples" / "python_reno.py")
+    try:
+        cls = ccarena.cca.registered_ccas()["py-reno"]
+
+        def web_config(cca):
+            c = copy.deepcopy(CONFIG)
+            c["flows"] = [{"cca": "cubic", "rtt": 20_000_000}]
+            c["web"] = [{"load": 20_000_000, "cca": cca}]
+            c["run"] = {"duration": 4_000_000_000, "seed": 3}
+            return json.dumps(c)
+
+        with pytest.raises(_engine.ConfigError) as e:
+            _engine.validate_json(web_config("py-reno"))
+        assert e.value.field == "web[0].cca"
+        _engine.validate_json(web_config("py-reno"), ["py-reno"])
+        python = json.loads(_engine.run_json(web_config("py-reno"), {"py-reno": cls}))
+        builtin = json.loads(_engine.run_json(web_config("reno")))
+        assert python["web"][0]["flows_started"] > 10 and python["web"][0]["cca"] == "py-reno"
+        python["web"][0]["cca"] = "reno"
+        assert json.dumps(python) == json.dumps(builtin)
+        # A class that refuses its parameters is refused before the run.
+        with pytest.raises(_engine.ConfigError) as e:
+            _engine.Engine(web_config("py-reno").replace('"cca": "py-reno"', '"cca": "py-reno", "cca_params": {"nope": 1}'), {"py-reno": cls})
+        assert e.value.field == "web[0].cca_params"
+    finally:
+        ccarena.cca.unregister_cca("py-reno")

@@ -67,14 +67,25 @@ fn parse_config(py: Python<'_>, config_json: &str) -> PyResult<SimConfig> {
     })
 }
 
-fn factory(py_ccas: Option<HashMap<String, Py<PyAny>>>) -> Option<PyFactory> {
-    py_ccas.filter(|m| !m.is_empty()).map(|classes| PyFactory { classes, errors: Arc::new(Mutex::new(Vec::new())) })
+/// Errors Python algorithms hit during a run, shared with their factory.
+type PyErrors = Arc<Mutex<Vec<String>>>;
+
+/// The factory of the run's Python algorithms (owned by the simulation, which
+/// builds web flows as they arrive) and the list their errors go to.
+fn factory(py_ccas: Option<HashMap<String, Py<PyAny>>>) -> (Option<Box<dyn CcaFactory>>, Option<PyErrors>) {
+    match py_ccas.filter(|m| !m.is_empty()) {
+        Some(classes) => {
+            let errors: PyErrors = Arc::new(Mutex::new(Vec::new()));
+            (Some(Box::new(PyFactory { classes, errors: errors.clone() })), Some(errors))
+        }
+        None => (None, None),
+    }
 }
 
 /// Raises the first error a Python algorithm hit during the run, if any.
-fn check_python_errors(f: &Option<PyFactory>) -> PyResult<()> {
-    if let Some(f) = f {
-        if let Some(e) = f.errors.lock().expect("errors").first() {
+fn check_python_errors(errors: &Option<PyErrors>) -> PyResult<()> {
+    if let Some(errors) = errors {
+        if let Some(e) = errors.lock().expect("errors").first() {
             return Err(PyRuntimeError::new_err(format!("Python congestion control failed: {e}")));
         }
     }
@@ -88,12 +99,10 @@ fn check_python_errors(f: &Option<PyFactory>) -> PyResult<()> {
 #[pyo3(signature = (config_json, py_ccas=None))]
 fn run_json(py: Python<'_>, config_json: &str, py_ccas: Option<HashMap<String, Py<PyAny>>>) -> PyResult<String> {
     let cfg = parse_config(py, config_json)?;
-    let fac = factory(py_ccas);
-    let result = py.detach(|| {
-        Simulation::with_factory(cfg, fac.as_ref().map(|f| f as &dyn CcaFactory)).map(|sim| sim.run())
-    });
+    let (fac, errors) = factory(py_ccas);
+    let result = py.detach(|| Simulation::with_factory(cfg, fac).map(|sim| sim.run()));
     let r = result.map_err(|e| config_error(py, e))?;
-    check_python_errors(&fac)?;
+    check_python_errors(&errors)?;
     serde_json::to_string(&r).map_err(|e| PyRuntimeError::new_err(e.to_string()))
 }
 
@@ -124,7 +133,7 @@ fn validate_json(py: Python<'_>, config_json: &str, external: Vec<String>) -> Py
 struct Engine {
     sim: Mutex<Option<Simulation>>,
     duration_ns: u64,
-    factory: Option<PyFactory>,
+    errors: Option<PyErrors>,
 }
 
 #[pymethods]
@@ -134,11 +143,9 @@ impl Engine {
     fn new(py: Python<'_>, config_json: &str, py_ccas: Option<HashMap<String, Py<PyAny>>>) -> PyResult<Self> {
         let cfg = parse_config(py, config_json)?;
         let duration_ns = cfg.run.duration.0;
-        let factory = factory(py_ccas);
-        let sim = py
-            .detach(|| Simulation::with_factory(cfg, factory.as_ref().map(|f| f as &dyn CcaFactory)))
-            .map_err(|e| config_error(py, e))?;
-        Ok(Engine { sim: Mutex::new(Some(sim)), duration_ns, factory })
+        let (fac, errors) = factory(py_ccas);
+        let sim = py.detach(|| Simulation::with_factory(cfg, fac)).map_err(|e| config_error(py, e))?;
+        Ok(Engine { sim: Mutex::new(Some(sim)), duration_ns, errors })
     }
 
     /// Processes events up to `until_ns` (capped at the run's duration); returns
@@ -177,7 +184,7 @@ impl Engine {
             sim.run_until(Time(end));
             sim.run()
         });
-        check_python_errors(&self.factory)?;
+        check_python_errors(&self.errors)?;
         serde_json::to_string(&r).map_err(|e| PyRuntimeError::new_err(e.to_string()))
     }
 }

@@ -6,7 +6,8 @@
 //! declared ranges, so the two cannot disagree.
 //!
 //! Field attributes: `min = E`, `max = E` (inclusive), `gt = E`, `lt = E`
-//! (exclusive), `positive` (`gt = 0`), `one_of(E, ...)`, `unit = "bytes"`,
+//! (exclusive), `positive` (`gt = 0`), `one_of(E, ...)`, `min_field = other`
+//! (at least the value of the table's field `other`), `unit = "bytes"`,
 //! `kind = "bytes"` (instead of the type's own kind), `default = E` (the
 //! effective default of an optional field, for the export). Container
 //! attributes: `name = "tcp"` (default: the type's name in snake_case) and
@@ -18,7 +19,7 @@
 
 use proc_macro::TokenStream;
 use proc_macro2::TokenStream as Ts;
-use quote::{format_ident, quote};
+use quote::quote;
 use syn::punctuated::Punctuated;
 use syn::{parse_macro_input, Attribute, Data, DeriveInput, Error, Expr, Fields, Lit, LitStr, Meta, Result, Token, Type};
 
@@ -139,6 +140,7 @@ struct Decl {
     exclusive_min: bool,
     exclusive_max: bool,
     one_of: Vec<Expr>,
+    min_field: Option<syn::Ident>,
     unit: Option<LitStr>,
     kind: Option<LitStr>,
     default: Option<Expr>,
@@ -163,6 +165,8 @@ impl Decl {
                     let content;
                     syn::parenthesized!(content in meta.input);
                     d.one_of = Punctuated::<Expr, Token![,]>::parse_terminated(&content)?.into_iter().collect();
+                } else if p.is_ident("min_field") {
+                    d.min_field = Some(meta.value()?.parse()?);
                 } else if p.is_ident("unit") {
                     d.unit = Some(meta.value()?.parse()?);
                 } else if p.is_ident("kind") {
@@ -170,7 +174,7 @@ impl Decl {
                 } else if p.is_ident("default") {
                     d.default = Some(meta.value()?.parse()?);
                 } else {
-                    return Err(meta.error("unknown schema key; allowed: min, max, gt, lt, positive, one_of, unit, kind, default"));
+                    return Err(meta.error("unknown schema key; allowed: min, max, gt, lt, positive, one_of, min_field, unit, kind, default"));
                 }
                 Ok(())
             })?;
@@ -220,11 +224,13 @@ struct FieldCode {
     check: Ts,
 }
 
-/// `value` is an expression of type `&FieldType` (a field of `self`, or a
-/// binding of a variant's field); `container_default` the expression of the
-/// container's default value, when serde fills missing fields from it.
-fn field_code(f: &syn::Field, value: Ts, container_default: Option<Ts>) -> Result<FieldCode> {
+/// `access(field)` is an expression of type `&FieldType` for a field of the
+/// table (of `self`, or a binding of a variant's field); `container_default`
+/// the expression of the container's default value, when serde fills missing
+/// fields from it.
+fn field_code(f: &syn::Field, access: &dyn Fn(&syn::Ident) -> Ts, container_default: Option<Ts>) -> Result<FieldCode> {
     let ident = f.ident.as_ref().expect("named field");
+    let value = access(ident);
     let name = ident.to_string();
     let ty = &f.ty;
     let decl = Decl::parse(&f.attrs)?;
@@ -248,6 +254,17 @@ fn field_code(f: &syn::Field, value: Ts, container_default: Option<Ts>) -> Resul
     };
     let range = decl.range();
     let unit = decl.unit();
+    let (min_field, min_field_check) = match &decl.min_field {
+        Some(other) => {
+            let other_name = other.to_string();
+            let other_value = access(other);
+            (
+                quote!(::core::option::Option::Some(#other_name)),
+                quote!(#schema::check_min_field(#value, #other_value, #other_name, #unit, #name)?;),
+            )
+        }
+        None => (quote!(::core::option::Option::None), quote!()),
+    };
     let field_schema = quote! {
         #schema::FieldSchema {
             name: #name,
@@ -255,6 +272,7 @@ fn field_code(f: &syn::Field, value: Ts, container_default: Option<Ts>) -> Resul
             required: #required,
             default: #default,
             range: #range,
+            min_field: #min_field,
             unit: #unit,
             doc: #doc,
         }
@@ -266,6 +284,7 @@ fn field_code(f: &syn::Field, value: Ts, container_default: Option<Ts>) -> Resul
     };
     let check = quote! {
         #range_check
+        #min_field_check
         #schema::FieldType::check_nested(#value).map_err(|e| e.within(#name))?;
     };
     Ok(FieldCode { schema: field_schema, check })
@@ -302,8 +321,7 @@ fn expand(input: &DeriveInput) -> Result<Ts> {
             let mut checks = Vec::new();
             let mut types = Vec::new();
             for f in &fields.named {
-                let id = &f.ident;
-                let code = field_code(f, quote!(&self.#id), container_default.clone())?;
+                let code = field_code(f, &|id| quote!(&self.#id), container_default.clone())?;
                 schemas.push(code.schema);
                 checks.push(code.check);
                 types.push(&f.ty);
@@ -362,8 +380,7 @@ fn expand(input: &DeriveInput) -> Result<Ts> {
                         let mut binds = Vec::new();
                         for f in &n.named {
                             let id = f.ident.as_ref().expect("named");
-                            let bind = format_ident!("{id}");
-                            let code = field_code(f, quote!(#bind), None)?;
+                            let code = field_code(f, &|id| quote!(#id), None)?;
                             schemas.push(code.schema);
                             checks.push(code.check);
                             binds.push(id.clone());

@@ -172,7 +172,11 @@ fn every_field_takes_its_default_and_refuses_values_just_outside_its_range() {
                         other => panic!("{at}.{fname}: its default {} is refused: {other:?}", field["default"]),
                     }
                 }
-                for bad in outside(field) {
+                let mut bads = outside(field);
+                if let Some(other) = field.get("min_field").and_then(Json::as_str) {
+                    bads.push(json!(base[other].as_u64().unwrap() - 1));
+                }
+                for bad in bads {
                     let mut v = base.clone();
                     v[fname] = bad.clone();
                     match read(v) {
@@ -213,6 +217,9 @@ fn the_export_carries_kinds_ranges_defaults_and_units() {
     assert_eq!(t["flow"]["fields"]["direction"]["values"], json!(["forward", "reverse"]));
     assert_eq!(t["network"]["fields"]["dynamics"]["list"], true);
     assert_eq!(t["loss"]["variants"]["outages"]["fields"]["windows_ns"]["pair"], true);
+    assert_eq!((&t["tcp"]["fields"]["sndbuf"]["min_field"], &t["tcp"]["fields"]["sndbuf"]["rule"]), (&json!("mss"), &json!("must be at least mss")));
+    assert_eq!(t["tcp"]["fields"]["initial_cwnd"]["max"], i32::MAX);
+    assert_eq!(t["run"]["fields"]["seed"]["default"], 1);
 }
 
 #[test]

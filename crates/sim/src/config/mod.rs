@@ -145,8 +145,8 @@ pub struct RunConfig {
     /// Start of the measurement window (shorter than duration).
     #[serde(default)]
     pub warmup: Dur,
-    /// Seed of every random stream of the run.
-    #[serde(default)]
+    /// Seed of every random stream of the run (the scenario language's default, 1).
+    #[serde(default = "default_seed")]
     pub seed: u64,
     /// Interval of the sampled time series.
     #[serde(default = "default_sample_interval")]
@@ -158,6 +158,10 @@ pub struct RunConfig {
     /// same microsecond).
     #[serde(default)]
     pub start_jitter: Dur,
+}
+
+fn default_seed() -> u64 {
+    1
 }
 
 fn default_sample_interval() -> Dur {
@@ -221,7 +225,9 @@ impl SimConfig {
             return Err(ConfigError::new("flows", "at least one flow (or a udp source or web generator) is required"));
         }
         for (i, w) in self.web.iter().enumerate() {
-            crate::cc::make_cca(&w.cca, &w.cca_params).map_err(|e| ConfigError::parse(&e).within(&format!("web[{i}]")))?;
+            if !external.iter().any(|n| n == &w.cca) {
+                crate::cc::make_cca(&w.cca, &w.cca_params).map_err(|e| ConfigError::parse(&e).within(&format!("web[{i}]")))?;
+            }
         }
         let (n, r) = (&self.network, &self.run);
         // New data cannot run ahead of delivery by more than a window, and delivery

@@ -227,6 +227,18 @@ impl<T: Measure> Measure for Option<T> {
     }
 }
 
+/// The check the derive writes for a field that must be at least another
+/// field of its table (`sndbuf` at least `mss`).
+pub fn check_min_field<T: Measure, U: Measure>(value: &T, other: &U, other_name: &str, unit: Option<&str>, name: &str) -> Result<(), ConfigError> {
+    if let (Some(v), Some(m)) = (value.measure(), other.measure()) {
+        if v.value() < m.value() {
+            let unit = unit.map_or(String::new(), |u| format!(" {u}"));
+            return Err(ConfigError::new(name, format!("must be at least {other_name} ({m}{unit}), got {v}")));
+        }
+    }
+    Ok(())
+}
+
 /// The check the derive writes for a field with a declared range.
 pub fn check_range<T: Measure>(value: &T, range: &Range, unit: Option<&str>, name: &str) -> Result<(), ConfigError> {
     match value.measure().and_then(|v| range.violation(v, unit)) {
@@ -301,6 +313,8 @@ pub struct FieldSchema {
     /// engine then derives the value, as the doc says).
     pub default: Json,
     pub range: Range,
+    /// Another field of the table this one must be at least (`mss` for `sndbuf`).
+    pub min_field: Option<&'static str>,
     pub unit: Option<&'static str>,
     pub doc: &'static str,
 }
@@ -414,6 +428,10 @@ impl FieldSchema {
         if !r.is_empty() {
             m.insert("rule".into(), json!(r.rule(!integral, self.unit)));
         }
+        if let Some(other) = self.min_field {
+            m.insert("min_field".into(), json!(other));
+            m.insert("rule".into(), json!(format!("must be at least {other}")));
+        }
         if let Some(u) = self.unit {
             m.insert("unit".into(), json!(u));
         }
@@ -455,8 +473,9 @@ pub fn tables() -> Tables {
 /// {name: {"doc", "fields"}}}` or `{"doc", "values": {name: doc}}`, and a field
 /// is `{"kind", "required", "default", "doc"}` with, where they apply,
 /// `table`, `values`, `list`, `pair`, `min`, `max`, `exclusive_min`,
-/// `exclusive_max`, `one_of`, `rule` (the start of the error message for a
-/// value out of range) and `unit`.
+/// `exclusive_max`, `one_of`, `min_field` (another field of the table this one
+/// must be at least), `rule` (the start of the error message for a value out
+/// of range) and `unit`.
 pub fn schema() -> Json {
     let tables = tables();
     json!({

@@ -102,16 +102,28 @@ fn endpoints(id: u32, tcp: &TcpConfig, cc: Box<dyn CongestionControl>, size: Opt
     (sender, TcpReceiver::new(id, &rcv_tcp, size))
 }
 
+/// Builds the algorithm `name` from the caller's factory if it is one of its
+/// own, else from the engine's catalogue.
+fn build_cca(
+    factory: Option<&dyn CcaFactory>,
+    name: &str,
+    params: &std::collections::BTreeMap<String, crate::cc::ParamValue>,
+) -> Result<Box<dyn CongestionControl>, String> {
+    factory.and_then(|f| f.build(name, params)).unwrap_or_else(|| make_cca(name, params))
+}
+
 /// A half of a two-way delay: the data direction gets the floor.
 fn halves(rtt: Dur) -> (Dur, Dur) {
     (Dur(rtt.0 / 2), Dur(rtt.0 - rtt.0 / 2))
 }
 
 impl Simulation {
-    /// A simulation whose flows may also use algorithms from `factory`.
-    pub fn with_factory(cfg: SimConfig, factory: Option<&dyn CcaFactory>) -> Result<Simulation, ConfigError> {
-        let external = factory.map(|f| f.names()).unwrap_or_default();
+    /// A simulation whose flows (long and web) may also use algorithms from
+    /// `factory`; the simulation keeps it to build web flows as they arrive.
+    pub fn with_factory(cfg: SimConfig, factory: Option<Box<dyn CcaFactory>>) -> Result<Simulation, ConfigError> {
+        let external = factory.as_ref().map(|f| f.names()).unwrap_or_default();
         cfg.validate_with(&external)?;
+        let fac = factory.as_deref();
         let seed = cfg.run.seed;
         let net = &cfg.network;
         let end = Time(cfg.run.duration.0);
@@ -155,12 +167,7 @@ impl Simulation {
         for (i, f) in cfg.flows.iter().enumerate() {
             let id = i as u32;
             let start = starts[i];
-            let built = factory.and_then(|fac| fac.build(&f.cca, &f.cca_params));
-            let cc = match built {
-                Some(r) => r,
-                None => make_cca(&f.cca, &f.cca_params),
-            }
-            .map_err(|e| ConfigError::parse(&e).within(&format!("flows[{i}]")))?;
+            let cc = build_cca(fac, &f.cca, &f.cca_params).map_err(|e| ConfigError::parse(&e).within(&format!("flows[{i}]")))?;
             let (data_delay, ack_delay) = halves(f.rtt);
             let jitter = f.jitter.clone().map(|j| (j, Rng::stream(seed, &format!("jitter-{i}"))));
             let fwd = topo.data_route(f.direction, data_delay, jitter, Hop::Receiver);
@@ -223,6 +230,11 @@ impl Simulation {
         }
         let mut web = Vec::new();
         for (i, w) in cfg.web.iter().enumerate() {
+            if external.contains(&w.cca) {
+                // The caller's algorithm checks its parameters when built: build
+                // one now, so a bad one is refused before the run starts.
+                build_cca(fac, &w.cca, &w.cca_params).map_err(|e| ConfigError::parse(&e).within(&format!("web[{i}]")))?;
+            }
             let data_link = w.direction.data_link();
             let data_access = topo.pipe(Some(topo.access), Dur::ZERO);
             let data_line = topo.line(None, Rng::stream(seed, "unused"), data_link);
@@ -274,6 +286,7 @@ impl Simulation {
             last_sample_capacity: vec![0; n_links],
             data_packets_forwarded: 0,
             violations: Vec::new(),
+            factory,
             cfg,
         })
     }
@@ -284,7 +297,7 @@ impl Simulation {
         let end = Time(self.cfg.run.duration.0);
         let src = &self.web[g as usize];
         let w = src.generator.config();
-        let cc = make_cca(&w.cca, &w.cca_params).expect("web generator's algorithm was validated");
+        let cc = build_cca(self.factory.as_deref(), &w.cca, &w.cca_params).expect("web generator's algorithm was built at the start");
         let slot = self.free_slots.pop().unwrap_or(self.flows.len() as u32);
         let flow_seed = Rng::stream(self.cfg.run.seed, &format!("web-cca-{record}")).next_u64();
         let (sender, receiver) = endpoints(slot, &w.tcp, cc, Some(arrival.size), flow_seed);

@@ -157,6 +157,8 @@ pub struct Simulation {
     last_sample_capacity: Vec<u64>,
     data_packets_forwarded: u64,
     violations: Vec<String>,
+    /// Builds the caller's algorithms (for web flows opened during the run).
+    factory: Option<Box<dyn CcaFactory>>,
 }
 
 impl Simulation {

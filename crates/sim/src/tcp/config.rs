@@ -8,13 +8,14 @@ use serde::{Deserialize, Serialize};
 /// The TCP settings of a flow (sysctls and socket options), Linux's defaults.
 #[derive(Clone, Debug, Serialize, Deserialize, Schema)]
 #[serde(default, deny_unknown_fields)]
-#[schema(name = "tcp", rules = TcpConfig::rules)]
+#[schema(name = "tcp")]
 pub struct TcpConfig {
     /// Maximum segment size in bytes (1448: 1500-byte packets with timestamps).
     #[schema(min = 64, max = 65_000, unit = "bytes")]
     pub mss: u32,
-    /// Initial congestion window in packets (Linux TCP_INIT_CWND = 10).
-    #[schema(min = 1, unit = "packets")]
+    /// Initial congestion window in packets (Linux TCP_INIT_CWND = 10; `ip route
+    /// ... initcwnd` sets any other, and Linux keeps snd_cwnd a positive int).
+    #[schema(min = 1, max = i32::MAX, unit = "packets")]
     pub initial_cwnd: u32,
     /// Selective acknowledgements (net.ipv4.tcp_sack). Off: NewReno recovery.
     pub sack: bool,
@@ -24,11 +25,11 @@ pub struct TcpConfig {
     /// Minimum RTO in microseconds (TCP_RTO_MIN = 200 ms).
     #[schema(positive, kind = "duration_us")]
     pub rto_min_us: u32,
-    /// Send buffer in bytes of payload the sender may hold unacknowledged; at least one segment (mss).
-    #[schema(kind = "bytes")]
+    /// Send buffer in bytes of payload the sender may hold unacknowledged; at least one segment.
+    #[schema(min_field = mss, kind = "bytes", unit = "bytes")]
     pub sndbuf: u64,
-    /// Receive buffer in bytes: bounds the advertised window; at least one segment (mss).
-    #[schema(kind = "bytes")]
+    /// Receive buffer in bytes: bounds the advertised window; at least one segment.
+    #[schema(min_field = mss, kind = "bytes", unit = "bytes")]
     pub rcvbuf: u64,
     /// Delayed ACKs at the receiver (off: ACK every segment).
     pub delayed_ack: bool,
@@ -68,13 +69,5 @@ impl TcpConfig {
     /// Checks the settings; errors name the field within the `tcp` table.
     pub fn validate(&self) -> Result<(), ConfigError> {
         self.check_fields()
-    }
-
-    /// Checks across fields (the ranges are declared on the fields).
-    fn rules(&self) -> Result<(), ConfigError> {
-        if self.sndbuf < self.mss as u64 || self.rcvbuf < self.mss as u64 {
-            return Err(ConfigError::new("sndbuf/rcvbuf", "must hold at least one segment"));
-        }
-        Ok(())
     }
 }
