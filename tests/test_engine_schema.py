@@ -181,3 +181,25 @@ def test_web_flows_use_python_algorithms_like_long_flows():
         assert e.value.field == "web[0].cca_params"
     finally:
         ccarena.cca.unregister_cca("py-reno")
+
+
+def test_the_engine_draws_flow_rtts_from_a_distribution():
+    exp = {"distribution": "exponential", "mean": 132e6}
+    c = copy.deepcopy(CONFIG)
+    c["flows"] = [{"cca": "reno", "rtt": 20_000_000}, {"cca": "reno", "rtt": exp}, {"cca": "reno", "rtt": exp}]
+    c["run"]["seed"] = 5
+    rtts = _engine.flow_rtts_json(json.dumps(c))
+    assert rtts[0] == 20_000_000 and len(set(rtts)) == 3 and all(r >= 1000 for r in rtts)
+    # The drawn values are those of the engine's "flow-rtt" stream, in flow order, rounded.
+    raw = _engine.sample_dist_json(json.dumps(exp), 5, "flow-rtt", 2)
+    assert rtts[1:] == [max(1000, round(x)) for x in raw]
+    record = json.loads(_engine.run_json(json.dumps(c)))
+    assert [f["rtt_ns"] for f in record["flows"]] == rtts
+    # A config with fixed RTTs only is unchanged: nothing is drawn.
+    assert _engine.flow_rtts_json(json.dumps(CONFIG)) == [40_000_000]
+    with pytest.raises(_engine.ConfigError) as e:
+        _engine.flow_rtts_json(config(**{"flows.0.rtt": {"distribution": "exponential", "mean": 0}}))
+    assert e.value.field == "flows[0].rtt.mean"
+    with pytest.raises(_engine.ConfigError) as e:
+        _engine.sample_dist_json(json.dumps({"distribution": "uniform", "min": 2, "max": 1}), 1, "x", 3)
+    assert str(e.value) == "dist: needs 0 <= min <= max"

@@ -6,6 +6,9 @@
 
 mod pycca;
 
+use ccarena_sim::config::Schema;
+use ccarena_sim::dist::Dist;
+use ccarena_sim::rng::Rng;
 use ccarena_sim::units::Time;
 use ccarena_sim::{CcaFactory, SimConfig, Simulation};
 use pycca::PyFactory;
@@ -38,7 +41,12 @@ fn config_error(py: Python<'_>, e: ccarena_sim::ConfigError) -> PyErr {
 /// Reads the engine config; a JSON value of the wrong shape is a `ConfigError`
 /// naming the field where the reader stopped (`run.duration`, `flows[2].rtt`).
 fn parse_config(py: Python<'_>, config_json: &str) -> PyResult<SimConfig> {
-    let de = &mut serde_json::Deserializer::from_str(config_json);
+    parse(py, config_json)
+}
+
+/// Reads an engine table from JSON; errors as `parse_config`'s.
+fn parse<T: serde::de::DeserializeOwned>(py: Python<'_>, json: &str) -> PyResult<T> {
+    let de = &mut serde_json::Deserializer::from_str(json);
     serde_path_to_error::deserialize(de).map_err(|e| {
         let mut field = String::new();
         for segment in e.path() {
@@ -120,6 +128,28 @@ fn schema_json() -> PyResult<String> {
     serde_json::to_string(&ccarena_sim::config::schema::schema()).map_err(|e| PyRuntimeError::new_err(e.to_string()))
 }
 
+/// The two-way propagation delay (ns) each flow of the config gets: fixed
+/// ones as given, distributions drawn as the engine draws them when it builds
+/// the run (the `flow-rtt` stream of `run.seed`, in flow order). Raises
+/// ConfigError for a config the engine would refuse in its fields.
+#[pyfunction]
+fn flow_rtts_json(py: Python<'_>, config_json: &str) -> PyResult<Vec<u64>> {
+    let cfg = parse_config(py, config_json)?;
+    cfg.check_fields().map_err(|e| config_error(py, e))?;
+    Ok(cfg.flow_rtts().iter().map(|d| d.0).collect())
+}
+
+/// `n` draws from a distribution (engine JSON, e.g. `{"distribution":
+/// "exponential", "mean": 132e6}`) from the named random stream of `seed`,
+/// as the engine's own draws are made (unrounded). Errors name `dist.<field>`.
+#[pyfunction]
+fn sample_dist_json(py: Python<'_>, dist_json: &str, seed: u64, stream: &str, n: usize) -> PyResult<Vec<f64>> {
+    let dist: Dist = parse(py, dist_json)?;
+    dist.check_fields().map_err(|e| config_error(py, e.within("dist")))?;
+    let mut rng = Rng::stream(seed, stream);
+    Ok((0..n).map(|_| dist.sample(&mut rng)).collect())
+}
+
 /// Checks a resolved scenario without running it; raises ConfigError naming the field.
 /// Names in `external` are algorithms supplied from Python (checked when built).
 #[pyfunction]
@@ -195,6 +225,8 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cca_catalogue_json, m)?)?;
     m.add_function(wrap_pyfunction!(validate_json, m)?)?;
     m.add_function(wrap_pyfunction!(schema_json, m)?)?;
+    m.add_function(wrap_pyfunction!(flow_rtts_json, m)?)?;
+    m.add_function(wrap_pyfunction!(sample_dist_json, m)?)?;
     m.add_class::<Engine>()?;
     m.add("ConfigError", m.py().get_type::<ConfigError>())?;
     m.add_class::<pycca::Sock>()?;

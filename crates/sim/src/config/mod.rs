@@ -10,6 +10,8 @@ pub use error::ConfigError;
 pub use schema::Schema;
 
 use crate::cc::ParamValue;
+use crate::dist::Dist;
+use crate::rng::Rng;
 use crate::net::delay_line::JitterConfig;
 use crate::net::dynamics::DynamicsConfig;
 use crate::net::loss::LossSpec;
@@ -92,9 +94,10 @@ pub struct FlowConfig {
     /// The algorithm's parameters (the catalogue lists them with their ranges).
     #[serde(default)]
     pub cca_params: BTreeMap<String, ParamValue>,
-    /// Two-way propagation delay of the flow's path.
+    /// Two-way propagation delay of the flow's path: nanoseconds, or a
+    /// distribution of nanoseconds drawn once per flow when the run is built.
     #[schema(positive)]
-    pub rtt: Dur,
+    pub rtt: FlowRtt,
     /// When the connection opens (SYN).
     #[serde(default)]
     pub start: Time,
@@ -131,6 +134,62 @@ impl FlowConfig {
             }
         }
         Ok(())
+    }
+}
+
+/// A flow's two-way propagation delay: fixed (a number of nanoseconds in
+/// JSON), or drawn from a distribution (a `Dist` table) when the run is built;
+/// see `SimConfig::flow_rtts`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum FlowRtt {
+    Fixed(Dur),
+    Drawn(Dist),
+}
+
+impl From<Dur> for FlowRtt {
+    fn from(d: Dur) -> FlowRtt {
+        FlowRtt::Fixed(d)
+    }
+}
+
+impl<'de> Deserialize<'de> for FlowRtt {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<FlowRtt, D::Error> {
+        use serde::de::Error;
+        let v = serde_json::Value::deserialize(d)?;
+        if v.is_object() {
+            Dist::deserialize(v).map(FlowRtt::Drawn).map_err(D::Error::custom)
+        } else {
+            u64::deserialize(v)
+                .map(|ns| FlowRtt::Fixed(Dur(ns)))
+                .map_err(|e| D::Error::custom(format!("{e}; expected nanoseconds or a distribution")))
+        }
+    }
+}
+
+impl schema::FieldType for FlowRtt {
+    fn describe() -> schema::TypeInfo {
+        schema::TypeInfo { table: Some(<Dist as Schema>::NAME), ..schema::TypeInfo::of("duration_ns") }
+    }
+
+    fn collect(tables: &mut schema::Tables) {
+        <Dist as schema::FieldType>::collect(tables)
+    }
+
+    fn check_nested(&self) -> Result<(), ConfigError> {
+        match self {
+            FlowRtt::Fixed(_) => Ok(()),
+            FlowRtt::Drawn(d) => d.check_fields(),
+        }
+    }
+}
+
+impl schema::Measure for FlowRtt {
+    fn measure(&self) -> Option<schema::Num> {
+        match self {
+            FlowRtt::Fixed(d) => d.measure(),
+            FlowRtt::Drawn(_) => None,
+        }
     }
 }
 
@@ -209,6 +268,19 @@ impl SimConfig {
             || self.flows.iter().any(|f| f.direction == Direction::Reverse)
             || self.udp.iter().any(|u| u.direction == Direction::Reverse)
             || self.web.iter().any(|w| w.direction == Direction::Reverse)
+    }
+
+    /// The two-way propagation delay of each flow: a fixed one as given, a
+    /// drawn one from the run's `flow-rtt` stream, one draw per such flow in
+    /// flow order (so flows with fixed RTTs do not move the others' draws),
+    /// rounded to the nanosecond and raised to 1 µs as web flows' are.
+    pub fn flow_rtts(&self) -> Vec<Dur> {
+        let mut rng = Rng::stream(self.run.seed, "flow-rtt");
+        let draw = |r: &FlowRtt, rng: &mut Rng| match r {
+            FlowRtt::Fixed(d) => *d,
+            FlowRtt::Drawn(dist) => crate::traffic::draw_rtt(dist, rng),
+        };
+        self.flows.iter().map(|f| draw(&f.rtt, &mut rng)).collect()
     }
 
     /// Checks everything the engine assumes. Errors name the field.

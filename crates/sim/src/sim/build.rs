@@ -162,13 +162,14 @@ impl Simulation {
                 f.start + Dur(if j > 0 { jitter_rng.below(j) } else { 0 })
             })
             .collect();
+        let rtts = cfg.flow_rtts();
         let mut flows = Vec::new();
         let mut routes: Vec<[Route; 2]> = Vec::new();
         for (i, f) in cfg.flows.iter().enumerate() {
             let id = i as u32;
             let start = starts[i];
             let cc = build_cca(fac, &f.cca, &f.cca_params).map_err(|e| ConfigError::parse(&e).within(&format!("flows[{i}]")))?;
-            let (data_delay, ack_delay) = halves(f.rtt);
+            let (data_delay, ack_delay) = halves(rtts[i]);
             let jitter = f.jitter.clone().map(|j| (j, Rng::stream(seed, &format!("jitter-{i}"))));
             let fwd = topo.data_route(f.direction, data_delay, jitter, Hop::Receiver);
             let rev = topo.ack_route(f.direction, ack_delay);
@@ -183,6 +184,7 @@ impl Simulation {
                 last_sample_delivered: 0,
                 data_packets_received: 0,
                 start,
+                rtt: rtts[i],
                 window_start: start.max(warmup),
                 window_end: f.stop.map_or(end, |s| s.min(end)),
                 start_snapshot_taken: false,
@@ -324,6 +326,7 @@ impl Simulation {
             last_sample_delivered: 0,
             data_packets_received: 0,
             start: now,
+            rtt: arrival.rtt,
             window_start: now,
             window_end: end,
             start_snapshot_taken: true,

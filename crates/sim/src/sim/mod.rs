@@ -75,6 +75,8 @@ struct Flow {
     data_packets_received: u64,
     /// When the connection opens (the configured start plus jitter).
     start: Time,
+    /// Two-way propagation delay of the path (drawn, for a distribution).
+    rtt: Dur,
     window_start: Time,
     window_end: Time,
     start_snapshot_taken: bool,

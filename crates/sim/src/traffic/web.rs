@@ -21,8 +21,7 @@ use std::collections::BTreeMap;
 /// variance; capped at 10 MB its mean is about 50 KB and a 600 s run at tens of
 /// Mbit/s offers its target load within a few percent.
 pub const DEFAULT_MAX_SIZE: f64 = 10e6;
-/// Shortest RTT a drawn value is raised to (an exponential can draw ~0).
-pub const MIN_RTT: Dur = Dur(1_000);
+pub use super::MIN_RTT;
 
 /// A generator of web-like short TCP flows.
 #[derive(Clone, Debug, Serialize, Deserialize, Schema)]
@@ -156,7 +155,7 @@ impl WebGenerator {
     /// Draws the size and RTT of a new connection.
     pub fn draw(&mut self) -> WebArrival {
         let size = self.cfg.sizes.sample(&mut self.sizes).round().max(1.0) as u64;
-        let rtt = Dur((self.cfg.rtt.sample(&mut self.rtts).round() as u64).max(MIN_RTT.0));
+        let rtt = super::draw_rtt(&self.cfg.rtt, &mut self.rtts);
         WebArrival { size, rtt }
     }
 }
