@@ -85,11 +85,13 @@ pub struct DelayLine {
 }
 
 impl DelayLine {
-    pub fn new(jitter: Option<JitterConfig>, rng: Rng) -> DelayLine {
+    /// A line whose packets vary around their delay by `jitter`, drawn from
+    /// its stream; without jitter every packet takes exactly its delay.
+    pub fn new(jitter: Option<(JitterConfig, Rng)>) -> DelayLine {
         DelayLine {
             held: BinaryHeap::new(),
             order: 0,
-            jitter: jitter.map(|j| (j, rng)),
+            jitter,
             last_exit: Time::ZERO,
             extra: Dur::ZERO,
             wakeups: Vec::new(),
@@ -226,12 +228,12 @@ mod tests {
     }
 
     fn jittered(reorder: bool, distribution: JitterShape) -> DelayLine {
-        DelayLine::new(Some(JitterConfig { jitter: Dur::from_ms(10), distribution, reorder }), Rng::stream(3, "jitter"))
+        DelayLine::new(Some((JitterConfig { jitter: Dur::from_ms(10), distribution, reorder }, Rng::stream(3, "jitter"))))
     }
 
     #[test]
     fn without_jitter_every_packet_takes_its_delay() {
-        let mut line = DelayLine::new(None, Rng::stream(1, "x"));
+        let mut line = DelayLine::new(None);
         let out = run(&mut line, 100, Dur::from_ms(20));
         assert_eq!(out.len(), 100);
         for (t, s) in out {

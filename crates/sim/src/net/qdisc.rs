@@ -33,126 +33,99 @@ pub enum QdiscConfig {
 
 /// `tc qdisc ... red`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, Schema)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct RedConfig {
     /// Minimum threshold of the average queue, in bytes or packets (packets:
     /// packet mode). Default: max / 3.
-    #[serde(default)]
     pub min: Option<QueueLimit>,
     /// Maximum threshold, in the unit of `min`, above min. Default: 3 min, or limit / 4.
-    #[serde(default)]
     pub max: Option<QueueLimit>,
     /// Drop probability at the maximum threshold (tc `probability`).
-    #[serde(default)]
     #[schema(gt = 0, max = 1, default = red::DEFAULT_MAX_P)]
     pub max_p: Option<f64>,
     /// Weight of the average (default: tc's 2^-Wlog from `burst`).
-    #[serde(default)]
     #[schema(gt = 0, max = 1)]
     pub w_q: Option<f64>,
     /// Packets a burst may hold without early drops (tc default (2 min + max) / (3 avpkt)).
-    #[serde(default)]
     #[schema(min = 1, unit = "packets")]
     pub burst: Option<u32>,
     /// Average packet size (the idle decay and tc's weight).
-    #[serde(default)]
     #[schema(positive, kind = "bytes", default = red::DEFAULT_AVPKT)]
     pub avpkt: Option<u32>,
     /// Mark ECN-capable packets instead of dropping them.
-    #[serde(default)]
     pub ecn: bool,
     /// Drop above the maximum threshold even with ECN.
-    #[serde(default)]
     pub harddrop: bool,
     /// Gentle RED (not in Linux): p rises from max_p to 1 between max and 2 max.
-    #[serde(default)]
     pub gentle: bool,
 }
 
 /// `tc qdisc ... codel`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, Schema)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct CodelConfig {
     /// Acceptable standing queue delay.
-    #[serde(default)]
     #[schema(positive, default = codel::DEFAULT_TARGET)]
     pub target: Option<Dur>,
     /// Window over which the queue delay must stay above target before dropping.
-    #[serde(default)]
     #[schema(positive, default = codel::DEFAULT_INTERVAL)]
     pub interval: Option<Dur>,
     /// Mark instead of drop (Linux default: off).
-    #[serde(default)]
     #[schema(default = false)]
     pub ecn: Option<bool>,
     /// Mark every packet whose queue delay exceeds this (default: never).
-    #[serde(default)]
     #[schema(positive)]
     pub ce_threshold: Option<Dur>,
 }
 
 /// `tc qdisc ... fq_codel`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, Schema)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct FqCodelConfig {
     /// Acceptable standing queue delay of each flow queue.
-    #[serde(default)]
     #[schema(positive, default = codel::DEFAULT_TARGET)]
     pub target: Option<Dur>,
     /// Window over which the queue delay must stay above target before dropping.
-    #[serde(default)]
     #[schema(positive, default = codel::DEFAULT_INTERVAL)]
     pub interval: Option<Dur>,
     /// Mark instead of drop (Linux default: on).
-    #[serde(default)]
     #[schema(default = true)]
     pub ecn: Option<bool>,
     /// Mark every packet whose queue delay exceeds this (default: never).
-    #[serde(default)]
     #[schema(positive)]
     pub ce_threshold: Option<Dur>,
     /// Hash buckets.
-    #[serde(default)]
     #[schema(min = 1, max = fq_codel::MAX_FLOWS, default = fq_codel::DEFAULT_FLOWS)]
     pub flows: Option<u32>,
     /// DRR quantum.
-    #[serde(default)]
     #[schema(min = fq_codel::MIN_QUANTUM, kind = "bytes", unit = "bytes", default = fq_codel::DEFAULT_QUANTUM)]
     pub quantum: Option<u32>,
     /// Packets dropped at most per overflow.
-    #[serde(default)]
     #[schema(positive, default = fq_codel::DEFAULT_DROP_BATCH)]
     pub drop_batch_size: Option<u32>,
 }
 
 /// `tc qdisc ... pie`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, Schema)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct PieConfig {
     /// Target queue delay.
-    #[serde(default)]
     #[schema(positive, default = pie::DEFAULT_TARGET)]
     pub target: Option<Dur>,
     /// Interval between updates of the drop probability.
-    #[serde(default)]
     #[schema(positive, default = pie::DEFAULT_TUPDATE)]
     pub tupdate: Option<Dur>,
     /// Weight of the delay's distance from target (RFC 8033's 0.125; tc's `alpha 2` sixteenths; Linux allows 0 to 2).
-    #[serde(default)]
     #[schema(min = 0, max = 2, unit = "Hz", default = pie::DEFAULT_ALPHA)]
     pub alpha: Option<f64>,
     /// Weight of the delay's change (RFC 8033's 1.25; tc's `beta 20` sixteenths; Linux allows 0 to 2).
-    #[serde(default)]
     #[schema(min = 0, max = 2, unit = "Hz", default = pie::DEFAULT_BETA)]
     pub beta: Option<f64>,
     /// Mark ECN-capable packets instead of dropping them (below 10 % drop probability).
-    #[serde(default)]
     pub ecn: bool,
     /// Scale the drop probability by packet size.
-    #[serde(default)]
     pub bytemode: bool,
     /// Estimate the queue delay from the departure rate instead of timestamps.
-    #[serde(default)]
     pub dq_rate_estimator: bool,
 }
 
