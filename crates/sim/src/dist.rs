@@ -4,6 +4,7 @@
 //! its CDF, so tests can check samples with a Kolmogorov-Smirnov statistic. Values
 //! are plain numbers in the unit of whatever they describe (ns, bytes).
 
+use crate::config::{ConfigError, Schema};
 use crate::rng::Rng;
 use serde::{Deserialize, Serialize};
 
@@ -18,29 +19,88 @@ pub const SURGE_TAIL_ALPHA: f64 = 1.1;
 /// above 133 KB; `tail: None` gives that variant.)
 pub const SURGE_TAIL_SHARE: f64 = 0.07;
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// A distribution of values in the unit of what it describes (ns for times,
+/// bytes for sizes).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Schema)]
 #[serde(tag = "distribution", rename_all = "snake_case", deny_unknown_fields)]
+#[schema(name = "dist", rules = Dist::rules)]
 pub enum Dist {
-    Constant { value: f64 },
-    Uniform { min: f64, max: f64 },
-    Exponential { mean: f64 },
+    /// Always the same value.
+    Constant {
+        /// The value.
+        #[schema(min = 0)]
+        value: f64,
+    },
+    /// Uniform between min and max.
+    Uniform {
+        /// Smallest value.
+        #[schema(min = 0)]
+        min: f64,
+        /// Largest value, at least min.
+        max: f64,
+    },
+    /// Exponential with the given mean.
+    Exponential {
+        /// Mean value.
+        #[schema(positive)]
+        mean: f64,
+    },
     /// Normal, truncated to [min, max] by resampling.
-    Normal { mean: f64, sd: f64, #[serde(default)] min: Option<f64>, #[serde(default)] max: Option<f64> },
-    Lognormal { mu: f64, sigma: f64 },
+    Normal {
+        /// Mean before truncation.
+        mean: f64,
+        /// Standard deviation before truncation.
+        #[schema(positive)]
+        sd: f64,
+        /// Smallest value kept (default: none).
+        #[serde(default)]
+        min: Option<f64>,
+        /// Largest value kept (default: none).
+        #[serde(default)]
+        max: Option<f64>,
+    },
+    /// Lognormal: the logarithm of the value is normal.
+    Lognormal {
+        /// Mean of the logarithm (ln of the unit).
+        mu: f64,
+        /// Standard deviation of the logarithm.
+        #[schema(positive)]
+        sigma: f64,
+    },
     /// Pareto with scale `k` and shape `alpha`, truncated at `max` when given.
-    Pareto { k: f64, alpha: f64, #[serde(default)] max: Option<f64> },
+    Pareto {
+        /// Scale: the smallest value.
+        #[schema(positive)]
+        k: f64,
+        /// Shape (the mean is infinite for alpha <= 1).
+        #[schema(positive)]
+        alpha: f64,
+        /// Cap on the values, above k (default: none).
+        #[serde(default)]
+        max: Option<f64>,
+    },
     /// A lognormal body joined to a Pareto tail at `k`: values below k follow the
     /// lognormal (renormalised), a fraction `tail` of all values follows the
     /// Pareto above k (truncated at `max` when given). With `tail` unset, the
     /// lognormal's own mass above k goes to the Pareto (the join is continuous in
     /// the CDF), as SURGE does.
     LognormalPareto {
+        /// Mean of the body's logarithm.
         mu: f64,
+        /// Standard deviation of the body's logarithm.
+        #[schema(positive)]
         sigma: f64,
+        /// Where the tail starts.
+        #[schema(positive)]
         k: f64,
+        /// Shape of the Pareto tail.
+        #[schema(positive)]
         alpha: f64,
+        /// Share of values in the tail (default: the lognormal's own mass above k).
         #[serde(default)]
+        #[schema(min = 0, lt = 1)]
         tail: Option<f64>,
+        /// Cap on the tail's values, above k (default: none).
         #[serde(default)]
         max: Option<f64>,
     },
@@ -73,29 +133,16 @@ impl Dist {
         }
     }
 
-    pub fn validate(&self, field: &str) -> Result<(), String> {
-        let pos = |name: &str, x: f64| if x > 0.0 && x.is_finite() { Ok(()) } else { Err(format!("{field}.{name}: must be positive, got {x}")) };
+    pub fn validate(&self, field: &str) -> Result<(), ConfigError> {
+        self.check_fields().map_err(|e| e.within(field))
+    }
+
+    /// Checks across fields (the ranges are declared on the fields).
+    fn rules(&self) -> Result<(), ConfigError> {
         match *self {
-            Dist::Constant { value } => if value >= 0.0 { Ok(()) } else { Err(format!("{field}.value: must not be negative")) },
-            Dist::Uniform { min, max } => if 0.0 <= min && min <= max { Ok(()) } else { Err(format!("{field}: needs 0 <= min <= max")) },
-            Dist::Exponential { mean } => pos("mean", mean),
-            Dist::Normal { sd, .. } => pos("sd", sd),
-            Dist::Lognormal { sigma, .. } => pos("sigma", sigma),
-            Dist::Pareto { k, alpha, max } => {
-                pos("k", k)?;
-                pos("alpha", alpha)?;
-                check_max(field, k, max)
-            }
-            Dist::LognormalPareto { sigma, k, alpha, tail, max, .. } => {
-                pos("sigma", sigma)?;
-                pos("k", k)?;
-                pos("alpha", alpha)?;
-                check_max(field, k, max)?;
-                match tail {
-                    Some(t) if !(0.0..1.0).contains(&t) => Err(format!("{field}.tail: must be in [0, 1)")),
-                    _ => Ok(()),
-                }
-            }
+            Dist::Uniform { min, max } if max.is_nan() || min > max => Err(ConfigError::new("", "needs 0 <= min <= max")),
+            Dist::Pareto { k, max, .. } | Dist::LognormalPareto { k, max, .. } => check_max(k, max),
+            _ => Ok(()),
         }
     }
 
@@ -192,9 +239,9 @@ impl Dist {
     }
 }
 
-fn check_max(field: &str, k: f64, max: Option<f64>) -> Result<(), String> {
+fn check_max(k: f64, max: Option<f64>) -> Result<(), ConfigError> {
     match max {
-        Some(m) if !(m > k && m.is_finite()) => Err(format!("{field}.max: must be larger than k ({k}), got {m}")),
+        Some(m) if !(m > k && m.is_finite()) => Err(ConfigError::new("max", format!("must be larger than k ({k}), got {m}"))),
         _ => Ok(()),
     }
 }

@@ -46,9 +46,10 @@ pub enum Event {
     /// A scheduled change of the path (trace, step, random walk); the index is
     /// into the run's list of scheduled changes.
     PathChange(u32),
-    /// A traffic source acts: UDP source `i` sends a datagram, or (for indices
-    /// past the UDP sources) a web generator opens a connection.
-    Source(u32),
+    /// UDP source `0` sends a datagram.
+    UdpSend(u32),
+    /// Web generator `0` opens a connection.
+    WebArrival(u32),
     /// The measurement window of UDP source `0` opens.
     UdpStart(u32),
     /// The measurement window of UDP source `0` closes.

@@ -22,10 +22,10 @@ pub mod traffic;
 pub mod units;
 
 pub use cc::CcaFactory;
-pub use config::{FlowConfig, NetworkConfig, RunConfig, SimConfig};
+pub use config::{ConfigError, FlowConfig, NetworkConfig, RunConfig, SimConfig};
 pub use sim::{FlowResult, LinkResult, RunResult, Simulation, UdpResult, WebResult};
 
 /// Runs a scenario to completion.
-pub fn run(cfg: SimConfig) -> Result<RunResult, String> {
+pub fn run(cfg: SimConfig) -> Result<RunResult, ConfigError> {
     Ok(Simulation::new(cfg)?.run())
 }

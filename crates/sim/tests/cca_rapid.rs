@@ -14,7 +14,7 @@ use common::*;
 
 fn rapid(rtt: Dur, prototype: bool) -> ccarena_sim::config::FlowConfig {
     let mut f = flow("rapid", 1);
-    f.rtt = rtt;
+    f.rtt = rtt.into();
     f.cca_params.insert("probe_in_recovery".into(), ParamValue::Bool(!prototype));
     f
 }

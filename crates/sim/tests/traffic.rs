@@ -243,19 +243,19 @@ fn bad_traffic_settings_name_their_fields() {
     let mut w = web(10, "forward");
     w.cca = "cubc".into();
     cfg.web.push(w);
-    let e = Simulation::new(cfg.clone()).err().unwrap();
+    let e = Simulation::new(cfg.clone()).err().unwrap().to_string();
     assert!(e.starts_with("web[0].cca"), "{e}");
     cfg.web.clear();
     let mut u = udp(10, 10);
     u.packet_bytes = 10;
     cfg.udp.push(u);
-    let e = Simulation::new(cfg.clone()).err().unwrap();
+    let e = Simulation::new(cfg.clone()).err().unwrap().to_string();
     assert!(e.starts_with("udp[0].packet_bytes"), "{e}");
     cfg.udp.clear();
     let mut w = web(10, "forward");
     w.sizes = Dist::Pareto { k: 1000.0, alpha: 0.9, max: None };
     cfg.web.push(w);
-    let e = Simulation::new(cfg).err().unwrap();
+    let e = Simulation::new(cfg).err().unwrap().to_string();
     assert!(e.starts_with("web[0].sizes") && e.contains("max"), "{e}");
 }
 
@@ -332,4 +332,50 @@ fn a_cellular_like_trace_is_used_to_its_capacity() {
         ms.push(t.ceil() as u64);
     }
     run_and_check_trace(ms, 40);
+}
+
+#[test]
+fn flows_draw_their_rtts_from_a_distribution_in_the_engine() {
+    use ccarena_sim::config::FlowRtt;
+    let exp = Dist::Exponential { mean: 132e6 };
+    let drawn = |cca: &str| {
+        let mut f = flow(cca, 1);
+        f.rtt = FlowRtt::Drawn(exp.clone());
+        f
+    };
+    let mut cfg = scenario(50, QueueLimit::Packets(200), LossSpec::none(), vec![flow("cubic", 20), drawn("reno"), drawn("reno")], 3, 1, 7);
+    let rtts = cfg.flow_rtts();
+    assert_eq!(rtts[0], Dur::from_ms(20));
+    assert!(rtts[1] != rtts[2] && rtts[1] >= Dur(1_000) && rtts[2] >= Dur(1_000));
+    // The record reports the RTT each flow got; the run is reproducible.
+    let r = Simulation::new(cfg.clone()).unwrap().run();
+    assert_eq!(r.flows.iter().map(|f| f.rtt_ns).collect::<Vec<_>>(), rtts.iter().map(|d| d.0).collect::<Vec<_>>());
+    assert_eq!(serde_json::to_string(&r).unwrap(), serde_json::to_string(&Simulation::new(cfg.clone()).unwrap().run()).unwrap());
+    // Fixed RTTs take no draws: inserting one leaves the drawn flows' values alone.
+    cfg.flows.insert(1, flow("reno", 30));
+    assert_eq!(cfg.flow_rtts()[2..], rtts[1..]);
+    // Another seed draws afresh.
+    cfg.run.seed = 8;
+    assert_ne!(cfg.flow_rtts()[2..], rtts[1..]);
+    // Many draws follow the distribution (rounded to the nanosecond).
+    cfg.flows = (0..4000).map(|_| drawn("reno")).collect();
+    let mut v: Vec<f64> = cfg.flow_rtts().iter().map(|d| d.0 as f64).collect();
+    assert!(ks_statistic(&mut v, |x| exp.cdf(x + 0.5)) < ks_critical_01(4000));
+}
+
+#[test]
+fn an_rtt_is_nanoseconds_or_a_distribution_in_json() {
+    use ccarena_sim::config::{FlowConfig, FlowRtt};
+    let f: FlowConfig = serde_json::from_value(serde_json::json!({"cca": "reno", "rtt": 40_000_000})).unwrap();
+    assert_eq!(f.rtt, FlowRtt::Fixed(Dur::from_ms(40)));
+    assert_eq!(serde_json::to_value(&f).unwrap()["rtt"], serde_json::json!(40_000_000));
+    let f: FlowConfig = serde_json::from_value(serde_json::json!({"cca": "reno", "rtt": {"distribution": "uniform", "min": 1e7, "max": 2e7}})).unwrap();
+    assert_eq!(f.rtt, FlowRtt::Drawn(Dist::Uniform { min: 1e7, max: 2e7 }));
+    let e = serde_json::from_value::<FlowConfig>(serde_json::json!({"cca": "reno", "rtt": -1})).unwrap_err().to_string();
+    assert!(e.contains("expected nanoseconds or a distribution"), "{e}");
+    let mut cfg = scenario(10, QueueLimit::Packets(100), LossSpec::none(), vec![flow("reno", 10)], 1, 0, 1);
+    cfg.flows[0].rtt = FlowRtt::Drawn(Dist::Exponential { mean: -1.0 });
+    assert_eq!(cfg.validate().unwrap_err().to_string(), "flows[0].rtt.mean: must be positive, got -1");
+    cfg.flows[0].rtt = FlowRtt::Fixed(Dur(0));
+    assert_eq!(cfg.validate().unwrap_err().to_string(), "flows[0].rtt: must be positive");
 }

@@ -10,6 +10,7 @@
 //! caller when it needs a wake-up: only when a new packet becomes the earliest
 //! and no earlier wake-up is already pending.
 
+use crate::config::Schema;
 use crate::packet::Packet;
 use crate::rng::Rng;
 use crate::units::{Dur, Time};
@@ -18,7 +19,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 /// How netem draws the jitter around the mean delay.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, Schema)]
 #[serde(rename_all = "snake_case")]
 pub enum JitterShape {
     /// Uniform in [delay - jitter, delay + jitter] (netem without a table).
@@ -29,10 +30,14 @@ pub enum JitterShape {
 }
 
 /// Per-packet delay variation, in the terms of `tc qdisc ... netem delay D J`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Schema)]
 #[serde(deny_unknown_fields)]
+#[schema(name = "jitter")]
 pub struct JitterConfig {
+    /// Size of the variation around the leg's delay (netem's J).
+    #[schema(positive)]
     pub jitter: Dur,
+    /// How the variation is drawn.
     #[serde(default)]
     pub distribution: JitterShape,
     /// Let a packet with a shorter delay overtake the ones ahead (netem's default).
@@ -80,11 +85,13 @@ pub struct DelayLine {
 }
 
 impl DelayLine {
-    pub fn new(jitter: Option<JitterConfig>, rng: Rng) -> DelayLine {
+    /// A line whose packets vary around their delay by `jitter`, drawn from
+    /// its stream; without jitter every packet takes exactly its delay.
+    pub fn new(jitter: Option<(JitterConfig, Rng)>) -> DelayLine {
         DelayLine {
             held: BinaryHeap::new(),
             order: 0,
-            jitter: jitter.map(|j| (j, rng)),
+            jitter,
             last_exit: Time::ZERO,
             extra: Dur::ZERO,
             wakeups: Vec::new(),
@@ -221,12 +228,12 @@ mod tests {
     }
 
     fn jittered(reorder: bool, distribution: JitterShape) -> DelayLine {
-        DelayLine::new(Some(JitterConfig { jitter: Dur::from_ms(10), distribution, reorder }), Rng::stream(3, "jitter"))
+        DelayLine::new(Some((JitterConfig { jitter: Dur::from_ms(10), distribution, reorder }, Rng::stream(3, "jitter"))))
     }
 
     #[test]
     fn without_jitter_every_packet_takes_its_delay() {
-        let mut line = DelayLine::new(None, Rng::stream(1, "x"));
+        let mut line = DelayLine::new(None);
         let out = run(&mut line, 100, Dur::from_ms(20));
         assert_eq!(out.len(), 100);
         for (t, s) in out {

@@ -6,40 +6,41 @@
 //! setting to apply now and when it next changes, so the event queue holds one
 //! pending change per entry however long the run.
 
+use crate::config::{ConfigError, Schema};
 use crate::net::loss::LossSpec;
 use crate::rng::Rng;
 use crate::units::{Dur, Rate, Time};
 use serde::{Deserialize, Serialize};
 
 /// Values to set; unset fields stay as they are.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, Schema)]
 #[serde(deny_unknown_fields)]
+#[schema(rules = PathSetting::rules)]
 pub struct PathSetting {
+    /// Rate of the forward bottleneck.
     #[serde(default)]
+    #[schema(positive)]
     pub rate: Option<Rate>,
     /// Extra one-way delay after the bottleneck (0 at the start of a run).
     #[serde(default)]
     pub delay: Option<Dur>,
+    /// Random loss at the forward bottleneck.
     #[serde(default)]
     pub loss: Option<LossSpec>,
 }
 
 impl PathSetting {
-    fn validate(&self, field: &str) -> Result<(), String> {
-        if self.rate == Some(Rate(0)) {
-            return Err(format!("{field}.rate: must be positive"));
-        }
-        if let Some(l) = &self.loss {
-            l.validate(&format!("{field}.loss"))?;
-        }
+    /// Checks across fields (the ranges are declared on the fields).
+    fn rules(&self) -> Result<(), ConfigError> {
         if self.rate.is_none() && self.delay.is_none() && self.loss.is_none() {
-            return Err(format!("{field}: sets nothing; give rate, delay or loss"));
+            return Err(ConfigError::new("", "sets nothing; give rate, delay or loss"));
         }
         Ok(())
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// What a random walk moves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Schema)]
 #[serde(rename_all = "snake_case")]
 pub enum WalkProperty {
     /// Bits per second.
@@ -50,19 +51,35 @@ pub enum WalkProperty {
     Loss,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// A scheduled change of the forward bottleneck.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Schema)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+#[schema(name = "dynamics", rules = DynamicsConfig::rules)]
 pub enum DynamicsConfig {
-    Step { at: Time, set: PathSetting },
+    /// New values from an instant on.
+    Step {
+        /// When the values change.
+        at: Time,
+        /// The new values.
+        set: PathSetting,
+    },
     /// `high` for `duty` x `period`, then `low` for the rest, from `start` until `until`.
     Pulse {
+        /// When the first period starts.
         #[serde(default)]
         start: Time,
+        /// Length of one high + low cycle.
+        #[schema(positive)]
         period: Dur,
+        /// Share of each period spent high.
         #[serde(default = "half")]
+        #[schema(gt = 0, lt = 1)]
         duty: f64,
+        /// Values during the high part.
         high: PathSetting,
+        /// Values during the low part.
         low: PathSetting,
+        /// When the pulses stop (default: never).
         #[serde(default)]
         until: Option<Time>,
     },
@@ -70,25 +87,38 @@ pub enum DynamicsConfig {
     /// kept in [min, max] by clamping (ccperf's definition) or by reflection;
     /// in the property's unit (bit/s, ns, probability).
     RandomWalk {
+        /// What the walk moves.
         property: WalkProperty,
+        /// Time between steps.
+        #[schema(positive)]
         interval: Dur,
+        /// Value at the start, in [min, max].
         initial: f64,
+        /// Lower bound (at least 1 bit/s for a rate, 0 otherwise).
         min: f64,
+        /// Upper bound (at most 1 for a loss probability).
         max: f64,
+        /// Standard deviation of a step.
+        #[schema(min = 0)]
         step: f64,
+        /// Correlation of successive steps.
         #[serde(default)]
+        #[schema(min = 0, lt = 1)]
         correlation: f64,
+        /// How the walk stays within its bounds.
         #[serde(default)]
         bounds: WalkBounds,
+        /// When the walk starts.
         #[serde(default)]
         start: Time,
+        /// When it stops (default: never).
         #[serde(default)]
         until: Option<Time>,
     },
 }
 
 /// How a random walk stays within its bounds.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, Schema)]
 #[serde(rename_all = "snake_case")]
 pub enum WalkBounds {
     /// x = min(max(x, min), max): the walk may rest at a bound (ccperf).
@@ -103,41 +133,27 @@ fn half() -> f64 {
 }
 
 impl DynamicsConfig {
-    pub fn validate(&self, field: &str) -> Result<(), String> {
+    pub fn validate(&self, field: &str) -> Result<(), ConfigError> {
+        self.check_fields().map_err(|e| e.within(field))
+    }
+
+    /// Checks across fields (the ranges are declared on the fields).
+    fn rules(&self) -> Result<(), ConfigError> {
         match self {
-            DynamicsConfig::Step { set, .. } => set.validate(&format!("{field}.set")),
-            DynamicsConfig::Pulse { period, duty, high, low, .. } => {
-                if period.0 == 0 {
-                    return Err(format!("{field}.period: must be positive"));
-                }
-                if !(*duty > 0.0 && *duty < 1.0) {
-                    return Err(format!("{field}.duty: must be in (0, 1), got {duty}"));
-                }
-                high.validate(&format!("{field}.high"))?;
-                low.validate(&format!("{field}.low"))
-            }
-            DynamicsConfig::RandomWalk { property, interval, initial, min, max, step, correlation, .. } => {
-                if interval.0 == 0 {
-                    return Err(format!("{field}.interval: must be positive"));
-                }
+            DynamicsConfig::Step { .. } | DynamicsConfig::Pulse { .. } => Ok(()),
+            DynamicsConfig::RandomWalk { property, initial, min, max, .. } => {
                 if !(min <= initial && initial <= max) {
-                    return Err(format!("{field}: needs min <= initial <= max"));
+                    return Err(ConfigError::new("", "needs min <= initial <= max"));
                 }
                 let floor = match property {
                     WalkProperty::Rate => 1.0,
                     WalkProperty::Delay | WalkProperty::Loss => 0.0,
                 };
                 if *min < floor {
-                    return Err(format!("{field}.min: must be at least {floor}"));
+                    return Err(ConfigError::new("min", format!("must be at least {floor}")));
                 }
                 if *property == WalkProperty::Loss && *max > 1.0 {
-                    return Err(format!("{field}.max: a loss probability is at most 1"));
-                }
-                if !(*step >= 0.0 && step.is_finite()) {
-                    return Err(format!("{field}.step: must be a non-negative number"));
-                }
-                if !(0.0..1.0).contains(correlation) {
-                    return Err(format!("{field}.correlation: must be in [0, 1)"));
+                    return Err(ConfigError::new("max", "a loss probability is at most 1"));
                 }
                 Ok(())
             }
@@ -330,11 +346,12 @@ mod tests {
 
     #[test]
     fn bad_settings_name_the_field() {
-        let e = DynamicsConfig::Step { at: Time::ZERO, set: PathSetting::default() }.validate("network.dynamics[2]").unwrap_err();
+        let e = DynamicsConfig::Step { at: Time::ZERO, set: PathSetting::default() }.validate("network.dynamics[2]").unwrap_err().to_string();
         assert!(e.starts_with("network.dynamics[2].set"), "{e}");
         let e = DynamicsConfig::Pulse { start: Time::ZERO, period: Dur(1), duty: 1.5, high: rate(1), low: rate(2), until: None }
             .validate("d")
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("d.duty"), "{e}");
     }
 }

@@ -255,7 +255,7 @@ mod tests {
             w_q: Some(1.0),
             ..Default::default()
         });
-        let q = build_qdisc(&red, QueueLimit::Packets(100), Rate::from_mbps(10), Rng::stream(1, "aqm")).unwrap();
+        let q = build_qdisc(&red, QueueLimit::Packets(100), Rate::from_mbps(10), Rng::stream(1, "aqm"));
         let mut l = Link::new(Rate::from_mbps(10), q, &LossSpec::none(), Rng::stream(1, "loss"));
         for i in 0..10 {
             let _ = l.arrive(Time(i), seg_of(1, i as u32));
@@ -266,7 +266,7 @@ mod tests {
         assert_eq!(l.held_packets().len() as u64 + l.stats.drops_aqm, 10);
         // FQ-CoDel over its limit drops a batch from the fattest flow: queue drops.
         let fq = QdiscConfig::FqCodel(FqCodelConfig::default());
-        let q = build_qdisc(&fq, QueueLimit::Packets(10), Rate::from_mbps(10), Rng::stream(1, "aqm")).unwrap();
+        let q = build_qdisc(&fq, QueueLimit::Packets(10), Rate::from_mbps(10), Rng::stream(1, "aqm"));
         let mut l = Link::new(Rate::from_mbps(10), q, &LossSpec::none(), Rng::stream(1, "loss"));
         for i in 0..11 {
             let _ = l.arrive(Time(i), seg_of(0, i as u32));

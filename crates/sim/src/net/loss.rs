@@ -3,25 +3,56 @@
 //! (every n-th packet: the assumption behind the Mathis and RFC 9438 response
 //! functions), or bursty Gilbert-Elliott (a two-state Markov chain).
 
+use crate::config::{ConfigError, Schema};
 use crate::rng::{Bernoulli, Rng};
 use serde::{Deserialize, Serialize};
 
 /// How a link loses packets, as a scenario describes it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Schema)]
 #[serde(tag = "model", rename_all = "snake_case", deny_unknown_fields)]
+#[schema(name = "loss", rules = LossSpec::rules)]
 pub enum LossSpec {
     /// Each packet is lost independently with probability `p`.
-    Bernoulli { p: f64 },
+    Bernoulli {
+        /// Probability that a packet is lost.
+        #[schema(min = 0, max = 1)]
+        p: f64,
+    },
     /// Exactly one of every `1/p` packets is lost (rounded), evenly spaced.
-    Periodic { p: f64 },
+    Periodic {
+        /// Fraction of packets lost.
+        #[schema(min = 0, max = 1)]
+        p: f64,
+    },
     /// Gilbert-Elliott: in the good state packets are lost with `loss_good`, in
     /// the bad state with `loss_bad`; after each packet the chain moves good->bad
     /// with `p_gb` and bad->good with `p_bg`.
-    GilbertElliott { p_gb: f64, p_bg: f64, loss_good: f64, loss_bad: f64 },
-    /// The first packet arriving at or after each listed instant (ns) is lost.
-    Scheduled { at_ns: Vec<u64> },
-    /// Every packet arriving within one of the [start, end) windows (ns) is lost.
-    Outages { windows_ns: Vec<(u64, u64)> },
+    GilbertElliott {
+        /// Probability of moving from the good state to the bad one after a packet.
+        #[schema(min = 0, max = 1)]
+        p_gb: f64,
+        /// Probability of moving from the bad state to the good one after a packet.
+        #[schema(min = 0, max = 1)]
+        p_bg: f64,
+        /// Loss probability in the good state.
+        #[schema(min = 0, max = 1)]
+        loss_good: f64,
+        /// Loss probability in the bad state.
+        #[schema(min = 0, max = 1)]
+        loss_bad: f64,
+    },
+    /// The first packet arriving at or after each listed instant is lost.
+    Scheduled {
+        /// Instants from the start of the run.
+        #[schema(kind = "duration_ns")]
+        at_ns: Vec<u64>,
+    },
+    /// Every packet arriving within one of the [start, end) windows is lost.
+    Outages {
+        /// [start, end) pairs from the start of the run; each ends after it starts.
+        #[schema(kind = "duration_ns")]
+        windows_ns: Vec<(u64, u64)>,
+    },
 }
 
 impl LossSpec {
@@ -44,30 +75,18 @@ impl LossSpec {
         }
     }
 
-    pub fn validate(&self, field: &str) -> Result<(), String> {
-        let prob = |name: &str, x: f64| {
-            if (0.0..=1.0).contains(&x) {
-                Ok(())
-            } else {
-                Err(format!("{field}.{name}: must be a probability in [0, 1], got {x}"))
-            }
-        };
-        match *self {
-            LossSpec::Bernoulli { p } | LossSpec::Periodic { p } => prob("p", p),
-            LossSpec::GilbertElliott { p_gb, p_bg, loss_good, loss_bad } => {
-                prob("p_gb", p_gb)?;
-                prob("p_bg", p_bg)?;
-                prob("loss_good", loss_good)?;
-                prob("loss_bad", loss_bad)
-            }
-            LossSpec::Scheduled { .. } => Ok(()),
-            LossSpec::Outages { ref windows_ns } => {
-                if windows_ns.iter().any(|&(a, b)| b <= a) {
-                    return Err(format!("{field}.windows: each outage must end after it starts"));
-                }
-                Ok(())
+    pub fn validate(&self, field: &str) -> Result<(), ConfigError> {
+        self.check_fields().map_err(|e| e.within(field))
+    }
+
+    /// Checks across fields (the probabilities' range is declared on them).
+    fn rules(&self) -> Result<(), ConfigError> {
+        if let LossSpec::Outages { windows_ns } = self {
+            if windows_ns.iter().any(|&(a, b)| b <= a) {
+                return Err(ConfigError::new("windows", "each outage must end after it starts"));
             }
         }
+        Ok(())
     }
 }
 

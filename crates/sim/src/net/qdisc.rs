@@ -3,141 +3,135 @@
 //! default; the discipline's size limit is always the scenario's
 //! `network.buffer` (in bytes or packets).
 
-use super::aqm::codel::{Codel, CodelParams};
+use super::aqm::codel::{self, Codel, CodelParams};
 use super::aqm::fq_codel::{self, FqCodel};
 use super::aqm::pie::{self, Pie, PieParams};
 use super::aqm::red::{self, Red, RedParams};
 use super::queue::{DropTail, QueueDisc, QueueLimit};
+use crate::config::{ConfigError, Schema};
 use crate::rng::Rng;
 use crate::units::{Dur, Rate};
 use serde::{Deserialize, Serialize};
 
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+/// The bottleneck's queue discipline (`tc qdisc`); its size limit is `network.buffer`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, Schema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
+#[schema(name = "qdisc")]
 pub enum QdiscConfig {
     /// First in, first out; tail drop at the limit (`pfifo`/`bfifo`).
     #[default]
     DropTail,
+    /// Random Early Detection (`sch_red`).
     Red(RedConfig),
+    /// Controlled Delay (`sch_codel`).
     Codel(CodelConfig),
+    /// Flow-queue CoDel (`sch_fq_codel`).
     FqCodel(FqCodelConfig),
+    /// Proportional Integral controller Enhanced (`sch_pie`).
     Pie(PieConfig),
 }
 
 /// `tc qdisc ... red`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, Schema)]
+#[serde(default, deny_unknown_fields)]
 pub struct RedConfig {
     /// Minimum threshold of the average queue, in bytes or packets (packets:
     /// packet mode). Default: max / 3.
-    #[serde(default)]
     pub min: Option<QueueLimit>,
-    /// Maximum threshold, in the unit of `min`. Default: 3 min, or limit / 4.
-    #[serde(default)]
+    /// Maximum threshold, in the unit of `min`, above min. Default: 3 min, or limit / 4.
     pub max: Option<QueueLimit>,
-    /// Drop probability at the maximum threshold (tc `probability`, 0.02).
-    #[serde(default)]
+    /// Drop probability at the maximum threshold (tc `probability`).
+    #[schema(gt = 0, max = 1, default = red::DEFAULT_MAX_P)]
     pub max_p: Option<f64>,
     /// Weight of the average (default: tc's 2^-Wlog from `burst`).
-    #[serde(default)]
+    #[schema(gt = 0, max = 1)]
     pub w_q: Option<f64>,
     /// Packets a burst may hold without early drops (tc default (2 min + max) / (3 avpkt)).
-    #[serde(default)]
+    #[schema(min = 1, unit = "packets")]
     pub burst: Option<u32>,
-    /// Average packet size in bytes (the idle decay and tc's weight; 1000).
-    #[serde(default)]
+    /// Average packet size (the idle decay and tc's weight).
+    #[schema(positive, kind = "bytes", default = red::DEFAULT_AVPKT)]
     pub avpkt: Option<u32>,
     /// Mark ECN-capable packets instead of dropping them.
-    #[serde(default)]
     pub ecn: bool,
     /// Drop above the maximum threshold even with ECN.
-    #[serde(default)]
     pub harddrop: bool,
     /// Gentle RED (not in Linux): p rises from max_p to 1 between max and 2 max.
-    #[serde(default)]
     pub gentle: bool,
 }
 
 /// `tc qdisc ... codel`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, Schema)]
+#[serde(default, deny_unknown_fields)]
 pub struct CodelConfig {
-    #[serde(default)]
+    /// Acceptable standing queue delay.
+    #[schema(positive, default = codel::DEFAULT_TARGET)]
     pub target: Option<Dur>,
-    #[serde(default)]
+    /// Window over which the queue delay must stay above target before dropping.
+    #[schema(positive, default = codel::DEFAULT_INTERVAL)]
     pub interval: Option<Dur>,
     /// Mark instead of drop (Linux default: off).
-    #[serde(default)]
+    #[schema(default = false)]
     pub ecn: Option<bool>,
-    #[serde(default)]
+    /// Mark every packet whose queue delay exceeds this (default: never).
+    #[schema(positive)]
     pub ce_threshold: Option<Dur>,
 }
 
 /// `tc qdisc ... fq_codel`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, Schema)]
+#[serde(default, deny_unknown_fields)]
 pub struct FqCodelConfig {
-    #[serde(default)]
+    /// Acceptable standing queue delay of each flow queue.
+    #[schema(positive, default = codel::DEFAULT_TARGET)]
     pub target: Option<Dur>,
-    #[serde(default)]
+    /// Window over which the queue delay must stay above target before dropping.
+    #[schema(positive, default = codel::DEFAULT_INTERVAL)]
     pub interval: Option<Dur>,
     /// Mark instead of drop (Linux default: on).
-    #[serde(default)]
+    #[schema(default = true)]
     pub ecn: Option<bool>,
-    #[serde(default)]
+    /// Mark every packet whose queue delay exceeds this (default: never).
+    #[schema(positive)]
     pub ce_threshold: Option<Dur>,
-    /// Hash buckets (1024).
-    #[serde(default)]
+    /// Hash buckets.
+    #[schema(min = 1, max = fq_codel::MAX_FLOWS, default = fq_codel::DEFAULT_FLOWS)]
     pub flows: Option<u32>,
-    /// DRR quantum in bytes (1514).
-    #[serde(default)]
+    /// DRR quantum.
+    #[schema(min = fq_codel::MIN_QUANTUM, kind = "bytes", unit = "bytes", default = fq_codel::DEFAULT_QUANTUM)]
     pub quantum: Option<u32>,
-    /// Packets dropped at most per overflow (64).
-    #[serde(default)]
+    /// Packets dropped at most per overflow.
+    #[schema(positive, default = fq_codel::DEFAULT_DROP_BATCH)]
     pub drop_batch_size: Option<u32>,
 }
 
 /// `tc qdisc ... pie`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, Schema)]
+#[serde(default, deny_unknown_fields)]
 pub struct PieConfig {
-    #[serde(default)]
+    /// Target queue delay.
+    #[schema(positive, default = pie::DEFAULT_TARGET)]
     pub target: Option<Dur>,
-    #[serde(default)]
+    /// Interval between updates of the drop probability.
+    #[schema(positive, default = pie::DEFAULT_TUPDATE)]
     pub tupdate: Option<Dur>,
-    /// Hz (RFC 8033's 0.125; tc's `alpha 2` sixteenths).
-    #[serde(default)]
+    /// Weight of the delay's distance from target (RFC 8033's 0.125; tc's `alpha 2` sixteenths; Linux allows 0 to 2).
+    #[schema(min = 0, max = 2, unit = "Hz", default = pie::DEFAULT_ALPHA)]
     pub alpha: Option<f64>,
-    /// Hz (RFC 8033's 1.25; tc's `beta 20` sixteenths).
-    #[serde(default)]
+    /// Weight of the delay's change (RFC 8033's 1.25; tc's `beta 20` sixteenths; Linux allows 0 to 2).
+    #[schema(min = 0, max = 2, unit = "Hz", default = pie::DEFAULT_BETA)]
     pub beta: Option<f64>,
-    #[serde(default)]
+    /// Mark ECN-capable packets instead of dropping them (below 10 % drop probability).
     pub ecn: bool,
-    #[serde(default)]
+    /// Scale the drop probability by packet size.
     pub bytemode: bool,
-    #[serde(default)]
+    /// Estimate the queue delay from the departure rate instead of timestamps.
     pub dq_rate_estimator: bool,
 }
 
-const WHERE: &str = "network.qdisc";
-
-fn positive_dur(d: Option<Dur>, default: Dur, field: &str) -> Result<Dur, String> {
-    let d = d.unwrap_or(default);
-    if d.0 == 0 {
-        return Err(format!("{WHERE}.{field}: must be positive"));
-    }
-    Ok(d)
-}
-
-fn codel_params(target: Option<Dur>, interval: Option<Dur>, ecn: bool, ce_threshold: Option<Dur>) -> Result<CodelParams, String> {
+fn codel_params(target: Option<Dur>, interval: Option<Dur>, ecn: bool, ce_threshold: Option<Dur>) -> CodelParams {
     let d = CodelParams::default();
-    Ok(CodelParams {
-        target: positive_dur(target, d.target, "target")?,
-        interval: positive_dur(interval, d.interval, "interval")?,
-        mtu: d.mtu,
-        ecn,
-        ce_threshold,
-    })
+    CodelParams { target: target.unwrap_or(d.target), interval: interval.unwrap_or(d.interval), mtu: d.mtu, ecn, ce_threshold }
 }
 
 fn amount(l: QueueLimit) -> u64 {
@@ -148,11 +142,13 @@ fn amount(l: QueueLimit) -> u64 {
 }
 
 /// Resolves RED's thresholds and weight as tc does. The thresholds' unit is
-/// the unit of `min`/`max` (or of the limit when neither is given).
-pub fn red_params(c: &RedConfig, limit: QueueLimit) -> Result<RedParams, String> {
+/// the unit of `min`/`max` (or of the limit when neither is given). The
+/// fields' own ranges are checked (`QdiscConfig::validate`); this checks
+/// what depends on several fields and the limit.
+pub fn red_params(c: &RedConfig, limit: QueueLimit) -> Result<RedParams, ConfigError> {
     let packet_mode = match (c.min, c.max) {
         (Some(QueueLimit::Bytes(_)), Some(QueueLimit::Packets(_))) | (Some(QueueLimit::Packets(_)), Some(QueueLimit::Bytes(_))) => {
-            return Err(format!("{WHERE}.max: must be in the unit of min (both bytes or both packets)"));
+            return Err(ConfigError::new("max", "must be in the unit of min (both bytes or both packets)"));
         }
         (Some(m), _) | (None, Some(m)) => matches!(m, QueueLimit::Packets(_)),
         (None, None) => matches!(limit, QueueLimit::Packets(_)),
@@ -165,32 +161,24 @@ pub fn red_params(c: &RedConfig, limit: QueueLimit) -> Result<RedParams, String>
     };
     let (min, max) = red::default_thresholds(c.min.map(amount), c.max.map(amount), limit_amount);
     if max <= min {
-        return Err(format!("{WHERE}.max: must be above min ({min}), got {max}"));
+        return Err(ConfigError::new("max", format!("must be above min ({min}), got {max}")));
     }
     let max_p = c.max_p.unwrap_or(red::DEFAULT_MAX_P);
-    if !(max_p > 0.0 && max_p <= 1.0) {
-        return Err(format!("{WHERE}.max_p: must be in (0, 1], got {max_p}"));
-    }
     let avpkt = c.avpkt.unwrap_or(red::DEFAULT_AVPKT);
-    if avpkt == 0 {
-        return Err(format!("{WHERE}.avpkt: must be positive"));
-    }
     // tc works in bytes; in packet mode a packet counts as avpkt bytes.
     let unit = if packet_mode { avpkt as f64 } else { 1.0 };
     let (min_b, max_b) = (min as f64 * unit, max as f64 * unit);
     let w_q = match c.w_q {
-        Some(w) => {
-            if !(w > 0.0 && w <= 1.0) {
-                return Err(format!("{WHERE}.w_q: must be in (0, 1], got {w}"));
-            }
-            w
-        }
+        Some(w) => w,
         None => {
             let burst = c.burst.unwrap_or_else(|| red::default_burst(min_b, max_b, avpkt));
             red::ewma_weight(min_b, burst, avpkt).ok_or_else(|| {
-                format!(
-                    "{WHERE}.burst: {burst} packets is too small for min ({min}); tc needs burst > min / avpkt, e.g. {}",
-                    1 + (min_b / avpkt as f64) as u64
+                ConfigError::new(
+                    "burst",
+                    format!(
+                        "{burst} packets is too small for min ({min}); tc needs burst > min / avpkt, e.g. {}",
+                        1 + (min_b / avpkt as f64) as u64
+                    ),
                 )
             })?
         }
@@ -209,55 +197,50 @@ impl QdiscConfig {
         }
     }
 
-    /// Checks the parameters (errors name the field) without building.
-    pub fn validate(&self, limit: QueueLimit) -> Result<(), String> {
-        build_qdisc(self, limit, Rate(1_000_000), Rng::stream(0, "validate")).map(|_| ())
+    /// Checks the parameters; errors name the field within `field`.
+    pub fn validate(&self, limit: QueueLimit, field: &str) -> Result<(), ConfigError> {
+        self.check_fields().and_then(|()| self.check_limit(limit)).map_err(|e| e.within(field))
+    }
+
+    /// Checks what depends on several fields and the size limit (RED's
+    /// thresholds); the fields' own ranges are declared on them.
+    pub fn check_limit(&self, limit: QueueLimit) -> Result<(), ConfigError> {
+        match self {
+            QdiscConfig::Red(c) => red_params(c, limit).map(|_| ()),
+            _ => Ok(()),
+        }
     }
 }
 
 /// Builds the discipline of a bottleneck of rate `rate` whose size limit is
-/// `limit`; `rng` is the stream of its random draws (RED, PIE, FQ-CoDel's hash key).
-pub fn build_qdisc(cfg: &QdiscConfig, limit: QueueLimit, rate: Rate, mut rng: Rng) -> Result<Box<dyn QueueDisc>, String> {
-    Ok(match cfg {
+/// `limit`; `rng` is the stream of its random draws (RED, PIE, FQ-CoDel's hash
+/// key). `cfg` has been checked (`validate`).
+pub fn build_qdisc(cfg: &QdiscConfig, limit: QueueLimit, rate: Rate, mut rng: Rng) -> Box<dyn QueueDisc> {
+    match cfg {
         QdiscConfig::DropTail => Box::new(DropTail::new(limit)),
-        QdiscConfig::Red(c) => Box::new(Red::new(red_params(c, limit)?, limit, rate, rng)),
-        QdiscConfig::Codel(c) => Box::new(Codel::new(codel_params(c.target, c.interval, c.ecn.unwrap_or(false), c.ce_threshold)?, limit)),
+        QdiscConfig::Red(c) => Box::new(Red::new(red_params(c, limit).expect("checked by validate"), limit, rate, rng)),
+        QdiscConfig::Codel(c) => Box::new(Codel::new(codel_params(c.target, c.interval, c.ecn.unwrap_or(false), c.ce_threshold), limit)),
         QdiscConfig::FqCodel(c) => {
-            let params = codel_params(c.target, c.interval, c.ecn.unwrap_or(true), c.ce_threshold)?;
+            let params = codel_params(c.target, c.interval, c.ecn.unwrap_or(true), c.ce_threshold);
             let flows = c.flows.unwrap_or(fq_codel::DEFAULT_FLOWS);
-            if flows == 0 || flows > fq_codel::MAX_FLOWS {
-                return Err(format!("{WHERE}.flows: must be in 1..{}, got {flows}", fq_codel::MAX_FLOWS));
-            }
             let quantum = c.quantum.unwrap_or(fq_codel::DEFAULT_QUANTUM);
-            if quantum < fq_codel::MIN_QUANTUM {
-                return Err(format!("{WHERE}.quantum: must be at least {} bytes, got {quantum}", fq_codel::MIN_QUANTUM));
-            }
             let batch = c.drop_batch_size.unwrap_or(fq_codel::DEFAULT_DROP_BATCH);
-            if batch == 0 {
-                return Err(format!("{WHERE}.drop_batch_size: must be positive"));
-            }
             Box::new(FqCodel::new(params, limit, flows, quantum, batch, rng.next_u64()))
         }
         QdiscConfig::Pie(c) => {
             let d = PieParams::default();
-            let mut p = PieParams {
-                target: positive_dur(c.target, d.target, "target")?,
-                tupdate: positive_dur(c.tupdate, d.tupdate, "tupdate")?,
+            let p = PieParams {
+                target: c.target.unwrap_or(d.target),
+                tupdate: c.tupdate.unwrap_or(d.tupdate),
                 alpha: c.alpha.unwrap_or(pie::DEFAULT_ALPHA),
                 beta: c.beta.unwrap_or(pie::DEFAULT_BETA),
                 ecn: c.ecn,
                 bytemode: c.bytemode,
                 dq_rate_estimator: c.dq_rate_estimator,
             };
-            // Linux takes alpha and beta in sixteenths, 0..32 (0 to 2 Hz).
-            for (name, v) in [("alpha", &mut p.alpha), ("beta", &mut p.beta)] {
-                if !(0.0..=2.0).contains(v) {
-                    return Err(format!("{WHERE}.{name}: must be in [0, 2] (Hz), got {v}"));
-                }
-            }
             Box::new(Pie::new(p, limit, rng))
         }
-    })
+    }
 }
 
 #[cfg(test)]
@@ -281,7 +264,7 @@ mod tests {
         for kind in ["red", "codel", "fq_codel", "pie", "drop_tail"] {
             let c = parse(&format!(r#"{{"kind": "{kind}"}}"#)).unwrap();
             assert_eq!(c.kind(), kind);
-            let q = build_qdisc(&c, QueueLimit::Packets(1000), Rate::from_mbps(100), Rng::stream(1, "q")).unwrap();
+            let q = build_qdisc(&c, QueueLimit::Packets(1000), Rate::from_mbps(100), Rng::stream(1, "q"));
             assert_eq!(q.stats().kind, kind);
         }
     }
@@ -300,7 +283,7 @@ mod tests {
 
     #[test]
     fn errors_name_the_field() {
-        let bad = |c: QdiscConfig| build_qdisc(&c, QueueLimit::Packets(1000), Rate::from_mbps(10), Rng::stream(1, "q")).err().unwrap();
+        let bad = |c: QdiscConfig| c.validate(QueueLimit::Packets(1000), "network.qdisc").err().unwrap().to_string();
         let red = |f: fn(&mut RedConfig)| {
             let mut c = RedConfig::default();
             f(&mut c);

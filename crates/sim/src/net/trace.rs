@@ -8,15 +8,22 @@
 //! spans several opportunities. Reading trace files is the caller's business:
 //! the engine takes the list of milliseconds.
 
+use crate::config::{ConfigError, Schema};
 use crate::units::Time;
 use serde::{Deserialize, Serialize};
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// A delivery-opportunity trace that serves the forward bottleneck.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Schema)]
 #[serde(deny_unknown_fields)]
+#[schema(name = "trace", rules = TraceConfig::rules)]
 pub struct TraceConfig {
-    /// Delivery opportunities, milliseconds from the start, non-decreasing.
+    /// Delivery opportunities, milliseconds from the start, non-decreasing;
+    /// the last one (positive) is the trace's period.
+    #[schema(unit = "ms")]
     pub opportunities_ms: Vec<u64>,
+    /// Bytes one opportunity may carry.
     #[serde(default = "default_bytes")]
+    #[schema(positive, kind = "bytes")]
     pub bytes_per_opportunity: u32,
     /// Loop the trace (Mahimahi does); otherwise the link stops at its end.
     #[serde(default = "yes")]
@@ -37,18 +44,20 @@ const MS: u64 = 1_000_000;
 const NEVER: Time = Time(u64::MAX / 4);
 
 impl TraceConfig {
-    pub fn validate(&self, field: &str) -> Result<(), String> {
+    pub fn validate(&self, field: &str) -> Result<(), ConfigError> {
+        self.check_fields().map_err(|e| e.within(field))
+    }
+
+    /// Checks across fields (the ranges are declared on the fields).
+    fn rules(&self) -> Result<(), ConfigError> {
         if self.opportunities_ms.is_empty() {
-            return Err(format!("{field}: the trace has no delivery opportunities"));
+            return Err(ConfigError::new("", "the trace has no delivery opportunities"));
         }
         if let Some(i) = self.opportunities_ms.windows(2).position(|w| w[1] < w[0]) {
-            return Err(format!("{field}: timestamps must not decrease (line {} goes back in time)", i + 2));
+            return Err(ConfigError::new("", format!("timestamps must not decrease (line {} goes back in time)", i + 2)));
         }
         if *self.opportunities_ms.last().expect("non-empty") == 0 {
-            return Err(format!("{field}: the last timestamp must be positive (it is the trace's period)"));
-        }
-        if self.bytes_per_opportunity == 0 {
-            return Err(format!("{field}.bytes_per_opportunity: must be positive"));
+            return Err(ConfigError::new("", "the last timestamp must be positive (it is the trace's period)"));
         }
         Ok(())
     }
@@ -200,8 +209,8 @@ mod tests {
 
     #[test]
     fn bad_traces_are_rejected_with_the_field() {
-        assert!(trace(&[]).validate("network.trace").unwrap_err().starts_with("network.trace"));
-        assert!(trace(&[3, 2]).validate("t").unwrap_err().contains("line 2"));
+        assert!(trace(&[]).validate("network.trace").unwrap_err().to_string().starts_with("network.trace"));
+        assert!(trace(&[3, 2]).validate("t").unwrap_err().to_string().contains("line 2"));
         assert!(trace(&[0, 0]).validate("t").is_err());
     }
 }

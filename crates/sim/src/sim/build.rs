@@ -5,17 +5,17 @@
 //! or a delay line when its delay varies per packet (jitter) or many flows
 //! share it (web traffic).
 
-use super::{route, DelayedLeg, Flow, Hop, Route, Simulation, UdpFlow, WebSlot, WebSource};
+use super::{route, DelayedLeg, Flow, Hop, Route, Simulation, UdpFlow, WebRoutes, WebSlot, WebSource};
 use crate::cc::{make_cca, CcaFactory, CongestionControl};
-use crate::config::SimConfig;
-use crate::event::{Event, EventQueue, TIMER_KINDS};
+use crate::config::{ConfigError, SimConfig};
+use crate::event::{Event, EventQueue};
 use crate::net::delay_line::{DelayLine, JitterConfig};
 use crate::net::dynamics::PathDynamics;
 use crate::net::link::Link;
 use crate::net::loss::LossSpec;
 use crate::net::pipe::Pipe;
 use crate::net::qdisc::build_qdisc;
-use crate::records::{FlowSeries, QueueSeries};
+use crate::records::QueueSeries;
 use crate::rng::Rng;
 use crate::tcp::receiver::TcpReceiver;
 use crate::tcp::sender::TcpSender;
@@ -40,8 +40,8 @@ impl Topology {
         (self.pipes.len() - 1) as u32
     }
 
-    fn line(&mut self, jitter: Option<JitterConfig>, rng: Rng, after_link: u32) -> u32 {
-        self.lines.push(DelayLine::new(jitter, rng));
+    fn line(&mut self, jitter: Option<(JitterConfig, Rng)>, after_link: u32) -> u32 {
+        self.lines.push(DelayLine::new(jitter));
         let id = (self.lines.len() - 1) as u32;
         if after_link == 0 {
             self.delayed_legs.push(DelayedLeg::Line(id));
@@ -52,7 +52,7 @@ impl Topology {
     /// The propagation leg after bottleneck `link`.
     fn leg(&mut self, link: u32, delay: Dur, jitter: Option<(JitterConfig, Rng)>) -> Hop {
         match jitter {
-            Some((j, rng)) => Hop::Line { line: self.line(Some(j), rng, link), delay },
+            Some(jitter) => Hop::Line { line: self.line(Some(jitter), link), delay },
             None => {
                 let pipe = self.pipe(None, delay);
                 if link == 0 {
@@ -84,6 +84,27 @@ impl Topology {
             vec![Hop::Pipe(self.pipe(Some(self.access), delay)), Hop::Sender]
         }
     }
+
+    /// The routes of a web generator's flows in direction `dir`: a shared
+    /// access link, and delay lines after the bottlenecks (one line serves
+    /// every flow, each packet held for its own flow's delay). ACKs skip the
+    /// access link as in `ack_route`; without a reverse bottleneck the line
+    /// is all of their way back.
+    fn web_routes(&mut self, dir: Direction) -> WebRoutes {
+        let access = self.pipe(Some(self.access), Dur::ZERO);
+        let link = dir.data_link();
+        let line = self.line(None, link);
+        let data = route(&[Hop::Pipe(access), Hop::Link(link), Hop::Line { line, delay: Dur::ZERO }, Hop::Receiver]);
+        let ack = if self.reverse_bottleneck {
+            let link = dir.ack_link();
+            let line = self.line(None, link);
+            route(&[Hop::Link(link), Hop::Line { line, delay: Dur::ZERO }, Hop::Sender])
+        } else {
+            let line = self.line(None, u32::MAX);
+            route(&[Hop::Line { line, delay: Dur::ZERO }, Hop::Sender])
+        };
+        WebRoutes { data, ack }
+    }
 }
 
 /// The two TCP endpoints of a flow.
@@ -101,16 +122,28 @@ fn endpoints(id: u32, tcp: &TcpConfig, cc: Box<dyn CongestionControl>, size: Opt
     (sender, TcpReceiver::new(id, &rcv_tcp, size))
 }
 
+/// Builds the algorithm `name` from the caller's factory if it is one of its
+/// own, else from the engine's catalogue.
+fn build_cca(
+    factory: Option<&dyn CcaFactory>,
+    name: &str,
+    params: &std::collections::BTreeMap<String, crate::cc::ParamValue>,
+) -> Result<Box<dyn CongestionControl>, String> {
+    factory.and_then(|f| f.build(name, params)).unwrap_or_else(|| make_cca(name, params))
+}
+
 /// A half of a two-way delay: the data direction gets the floor.
 fn halves(rtt: Dur) -> (Dur, Dur) {
     (Dur(rtt.0 / 2), Dur(rtt.0 - rtt.0 / 2))
 }
 
 impl Simulation {
-    /// A simulation whose flows may also use algorithms from `factory`.
-    pub fn with_factory(cfg: SimConfig, factory: Option<&dyn CcaFactory>) -> Result<Simulation, String> {
-        let external = factory.map(|f| f.names()).unwrap_or_default();
+    /// A simulation whose flows (long and web) may also use algorithms from
+    /// `factory`; the simulation keeps it to build web flows as they arrive.
+    pub fn with_factory(cfg: SimConfig, factory: Option<Box<dyn CcaFactory>>) -> Result<Simulation, ConfigError> {
+        let external = factory.as_ref().map(|f| f.names()).unwrap_or_default();
         cfg.validate_with(&external)?;
+        let fac = factory.as_deref();
         let seed = cfg.run.seed;
         let net = &cfg.network;
         let end = Time(cfg.run.duration.0);
@@ -124,7 +157,7 @@ impl Simulation {
         };
         let mut links = vec![Link::new(
             net.bottleneck_rate,
-            build_qdisc(&net.qdisc, net.buffer, net.bottleneck_rate, Rng::stream(seed, "bottleneck-aqm"))?,
+            build_qdisc(&net.qdisc, net.buffer, net.bottleneck_rate, Rng::stream(seed, "bottleneck-aqm")),
             &net.loss,
             Rng::stream(seed, "bottleneck-loss"),
         )];
@@ -134,7 +167,7 @@ impl Simulation {
         if topo.reverse_bottleneck {
             links.push(Link::new(
                 net.bottleneck_rate,
-                build_qdisc(&net.qdisc, net.buffer, net.bottleneck_rate, Rng::stream(seed, "reverse-bottleneck-aqm"))?,
+                build_qdisc(&net.qdisc, net.buffer, net.bottleneck_rate, Rng::stream(seed, "reverse-bottleneck-aqm")),
                 &LossSpec::none(),
                 Rng::stream(seed, "reverse-bottleneck-loss"),
             ));
@@ -149,39 +182,22 @@ impl Simulation {
                 f.start + Dur(if j > 0 { jitter_rng.below(j) } else { 0 })
             })
             .collect();
+        let rtts = cfg.flow_rtts();
         let mut flows = Vec::new();
         let mut routes: Vec<[Route; 2]> = Vec::new();
         for (i, f) in cfg.flows.iter().enumerate() {
             let id = i as u32;
             let start = starts[i];
-            let built = factory.and_then(|fac| fac.build(&f.cca, &f.cca_params));
-            let cc = match built {
-                Some(r) => r,
-                None => make_cca(&f.cca, &f.cca_params),
-            }
-            .map_err(|e| format!("flows[{i}].{e}"))?;
-            let (data_delay, ack_delay) = halves(f.rtt);
+            let cc = build_cca(fac, &f.cca, &f.cca_params).map_err(|e| ConfigError::parse(&e).within(&format!("flows[{i}]")))?;
+            let (data_delay, ack_delay) = halves(rtts[i]);
             let jitter = f.jitter.clone().map(|j| (j, Rng::stream(seed, &format!("jitter-{i}"))));
             let fwd = topo.data_route(f.direction, data_delay, jitter, Hop::Receiver);
             let rev = topo.ack_route(f.direction, ack_delay);
             let flow_seed = Rng::stream(seed, &format!("cca-{id}")).next_u64();
             let (sender, receiver) = endpoints(id, &f.tcp, cc, f.size, flow_seed);
             routes.push([route(&fwd), route(&rev)]);
-            flows.push(Flow {
-                sender,
-                receiver,
-                scheduled: [None; TIMER_KINDS],
-                series: FlowSeries::default(),
-                last_sample_delivered: 0,
-                data_packets_received: 0,
-                start,
-                window_start: start.max(warmup),
-                window_end: f.stop.map_or(end, |s| s.min(end)),
-                start_snapshot_taken: false,
-                end_snapshot_taken: false,
-                epoch: 0,
-                web: None,
-            });
+            let window = (start.max(warmup), f.stop.map_or(end, |s| s.min(end)));
+            flows.push(Flow::new(sender, receiver, start, rtts[i], window, 0, None));
             events.schedule(start, Event::FlowStart(id));
             if let Some(stop) = f.stop {
                 if stop <= end {
@@ -196,7 +212,7 @@ impl Simulation {
             let window_start = u.start.max(warmup);
             let window_end = u.stop.map_or(end, |s| s.min(end));
             if u.start <= end {
-                events.schedule(u.start, Event::Source(id));
+                events.schedule(u.start, Event::UdpSend(id));
             }
             if window_start <= end {
                 events.schedule(window_start, Event::UdpStart(id));
@@ -222,18 +238,19 @@ impl Simulation {
         }
         let mut web = Vec::new();
         for (i, w) in cfg.web.iter().enumerate() {
-            let data_link = w.direction.data_link();
-            let data_access = topo.pipe(Some(topo.access), Dur::ZERO);
-            let data_line = topo.line(None, Rng::stream(seed, "unused"), data_link);
-            let ack_link = if topo.reverse_bottleneck { w.direction.ack_link() } else { u32::MAX };
-            let ack_line = topo.line(None, Rng::stream(seed, "unused"), ack_link);
+            if external.contains(&w.cca) {
+                // The caller's algorithm checks its parameters when built: build
+                // one now, so a bad one is refused before the run starts.
+                build_cca(fac, &w.cca, &w.cca_params).map_err(|e| ConfigError::parse(&e).within(&format!("web[{i}]")))?;
+            }
+            let routes = topo.web_routes(w.direction);
             let mut generator = WebGenerator::new(w.clone(), seed, i);
             if let Some(t) = generator.first_arrival() {
                 if t <= end {
-                    events.schedule(t, Event::Source((cfg.udp.len() + i) as u32));
+                    events.schedule(t, Event::WebArrival(i as u32));
                 }
             }
-            web.push(WebSource { generator, data_access, data_line, ack_line, started: 0, offered_bytes: 0 });
+            web.push(WebSource { generator, routes, started: 0, offered_bytes: 0 });
         }
         let dynamics = net
             .dynamics
@@ -273,6 +290,7 @@ impl Simulation {
             last_sample_capacity: vec![0; n_links],
             data_packets_forwarded: 0,
             violations: Vec::new(),
+            factory,
             cfg,
         })
     }
@@ -283,40 +301,15 @@ impl Simulation {
         let end = Time(self.cfg.run.duration.0);
         let src = &self.web[g as usize];
         let w = src.generator.config();
-        let cc = make_cca(&w.cca, &w.cca_params).expect("web generator's algorithm was validated");
+        let cc = build_cca(self.factory.as_deref(), &w.cca, &w.cca_params).expect("web generator's algorithm was built at the start");
         let slot = self.free_slots.pop().unwrap_or(self.flows.len() as u32);
         let flow_seed = Rng::stream(self.cfg.run.seed, &format!("web-cca-{record}")).next_u64();
         let (sender, receiver) = endpoints(slot, &w.tcp, cc, Some(arrival.size), flow_seed);
         let (data_delay, ack_delay) = halves(arrival.rtt);
-        let fwd = vec![
-            Hop::Pipe(src.data_access),
-            Hop::Link(w.direction.data_link()),
-            Hop::Line { line: src.data_line, delay: data_delay },
-            Hop::Receiver,
-        ];
-        // ACKs skip the access link (see `Topology::ack_route`).
-        let rev = if self.links.len() > 1 {
-            vec![Hop::Link(w.direction.ack_link()), Hop::Line { line: src.ack_line, delay: ack_delay }, Hop::Sender]
-        } else {
-            vec![Hop::Line { line: src.ack_line, delay: ack_delay }, Hop::Sender]
-        };
+        let routes = src.routes.with_delays(data_delay, ack_delay);
         let epoch = self.flows.get(slot as usize).map_or(0, |f| f.epoch.wrapping_add(1));
-        let routes = [route(&fwd), route(&rev)];
-        let flow = Flow {
-            sender,
-            receiver,
-            scheduled: [None; TIMER_KINDS],
-            series: FlowSeries::default(),
-            last_sample_delivered: 0,
-            data_packets_received: 0,
-            start: now,
-            window_start: now,
-            window_end: end,
-            start_snapshot_taken: true,
-            end_snapshot_taken: true,
-            epoch,
-            web: Some(WebSlot { record, size: arrival.size }),
-        };
+        let web = Some(WebSlot { record, size: arrival.size });
+        let flow = Flow::new(sender, receiver, now, arrival.rtt, (now, end), epoch, web);
         if (slot as usize) < self.flows.len() {
             self.flows[slot as usize] = flow;
             self.routes[slot as usize] = routes;

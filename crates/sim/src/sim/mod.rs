@@ -16,7 +16,8 @@ mod results;
 
 pub use results::{FlowResult, LinkResult, RunResult, UdpResult, WebResult};
 
-use crate::config::SimConfig;
+use crate::cc::CcaFactory;
+use crate::config::{ConfigError, SimConfig};
 use crate::event::{Event, EventQueue, TimerKind, TIMER_KINDS};
 use crate::net::delay_line::DelayLine;
 use crate::net::dynamics::PathDynamics;
@@ -75,12 +76,38 @@ struct Flow {
     data_packets_received: u64,
     /// When the connection opens (the configured start plus jitter).
     start: Time,
+    /// Two-way propagation delay of the path (drawn, for a distribution).
+    rtt: Dur,
     window_start: Time,
     window_end: Time,
     start_snapshot_taken: bool,
     end_snapshot_taken: bool,
     epoch: u16,
     web: Option<WebSlot>,
+}
+
+impl Flow {
+    /// A connection opening at `start` over a path of two-way delay `rtt`,
+    /// measured in `window`. A web flow (`web` set) has no measurement window
+    /// of its own: its snapshots count as taken.
+    fn new(sender: TcpSender, receiver: TcpReceiver, start: Time, rtt: Dur, window: (Time, Time), epoch: u16, web: Option<WebSlot>) -> Flow {
+        Flow {
+            sender,
+            receiver,
+            scheduled: [None; TIMER_KINDS],
+            series: FlowSeries::default(),
+            last_sample_delivered: 0,
+            data_packets_received: 0,
+            start,
+            rtt,
+            window_start: window.0,
+            window_end: window.1,
+            start_snapshot_taken: web.is_some(),
+            end_snapshot_taken: web.is_some(),
+            epoch,
+            web,
+        }
+    }
 }
 
 struct UdpFlow {
@@ -99,14 +126,35 @@ struct UdpFlow {
     last_sample_bytes: u64,
 }
 
-/// A web generator and the legs its flows share.
+/// A web generator and the routes its flows share.
 struct WebSource {
     generator: WebGenerator,
-    data_access: u32,
-    data_line: u32,
-    ack_line: u32,
+    routes: WebRoutes,
     started: u64,
     offered_bytes: u64,
+}
+
+/// The data and ACK routes of a web generator's flows: shared legs, where
+/// delay lines hold each flow's packets for that flow's own delays.
+#[derive(Clone, Copy, Debug)]
+struct WebRoutes {
+    data: Route,
+    ack: Route,
+}
+
+impl WebRoutes {
+    /// The routes of a flow whose one-way delays are `data` and `ack`.
+    fn with_delays(&self, data: Dur, ack: Dur) -> [Route; 2] {
+        let set = |mut r: Route, d: Dur| {
+            for hop in &mut r {
+                if let Hop::Line { delay, .. } = hop {
+                    *delay = d;
+                }
+            }
+            r
+        };
+        [set(self.data, data), set(self.ack, ack)]
+    }
 }
 
 /// A propagation leg after the forward bottleneck, whose delay follows the
@@ -145,10 +193,12 @@ pub struct Simulation {
     last_sample_capacity: Vec<u64>,
     data_packets_forwarded: u64,
     violations: Vec<String>,
+    /// Builds the caller's algorithms (for web flows opened during the run).
+    factory: Option<Box<dyn CcaFactory>>,
 }
 
 impl Simulation {
-    pub fn new(cfg: SimConfig) -> Result<Simulation, String> {
+    pub fn new(cfg: SimConfig) -> Result<Simulation, ConfigError> {
         Self::with_factory(cfg, None)
     }
 
@@ -261,13 +311,8 @@ impl Simulation {
                 }
             }
             Event::PathChange(i) => self.change_path(i),
-            Event::Source(s) => {
-                if (s as usize) < self.udp.len() {
-                    self.send_datagram(s);
-                } else {
-                    self.open_web_flow(s - self.udp.len() as u32);
-                }
-            }
+            Event::UdpSend(s) => self.send_datagram(s),
+            Event::WebArrival(g) => self.open_web_flow(g),
             Event::UdpStart(s) => {
                 let u = &mut self.udp[s as usize];
                 u.bytes_at_window_start.get_or_insert(u.received_bytes);
@@ -415,7 +460,7 @@ impl Simulation {
         u.sent_bytes += bytes as u64;
         if let Some(next) = u.schedule.next_departure(now) {
             if next.0 <= self.cfg.run.duration.0 {
-                self.events.schedule(next, Event::Source(s));
+                self.events.schedule(next, Event::UdpSend(s));
             }
         }
         self.enter(pkt);
@@ -430,7 +475,7 @@ impl Simulation {
         src.offered_bytes += arrival.size;
         if let Some(next) = src.generator.after(now) {
             if next.0 <= self.cfg.run.duration.0 {
-                self.events.schedule(next, Event::Source(self.udp.len() as u32 + g));
+                self.events.schedule(next, Event::WebArrival(g));
             }
         }
         let record = self.short_flows.len() as u32;

@@ -216,7 +216,7 @@ impl Simulation {
             flows.push(FlowResult {
                 cca: fc.cca.clone(),
                 label: fc.label.clone(),
-                rtt_ns: fc.rtt.0,
+                rtt_ns: f.rtt.0,
                 start_ns: f.start.0,
                 stop_ns: fc.stop.map(|t| t.0),
                 size_bytes: fc.size,

@@ -2,24 +2,34 @@
 //! how Linux TCP behaves, with Linux's defaults (except the buffers, which
 //! default to the large tuned values of high-speed testbeds).
 
+use crate::config::{ConfigError, Schema};
 use serde::{Deserialize, Serialize};
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+/// The TCP settings of a flow (sysctls and socket options), Linux's defaults.
+#[derive(Clone, Debug, Serialize, Deserialize, Schema)]
 #[serde(default, deny_unknown_fields)]
+#[schema(name = "tcp")]
 pub struct TcpConfig {
     /// Maximum segment size in bytes (1448: 1500-byte packets with timestamps).
+    #[schema(min = 64, max = 65_000, unit = "bytes")]
     pub mss: u32,
-    /// Initial congestion window in packets (Linux TCP_INIT_CWND = 10).
+    /// Initial congestion window in packets (Linux TCP_INIT_CWND = 10; `ip route
+    /// ... initcwnd` sets any other, and Linux keeps snd_cwnd a positive int).
+    #[schema(min = 1, max = i32::MAX, unit = "packets")]
     pub initial_cwnd: u32,
     /// Selective acknowledgements (net.ipv4.tcp_sack). Off: NewReno recovery.
     pub sack: bool,
     /// Kernel tick rate for jiffies-based timers and CCA clocks (CONFIG_HZ).
+    #[schema(one_of(100, 250, 300, 1000), unit = "Hz")]
     pub hz: u32,
     /// Minimum RTO in microseconds (TCP_RTO_MIN = 200 ms).
+    #[schema(positive, kind = "duration_us")]
     pub rto_min_us: u32,
-    /// Send buffer in bytes of payload the sender may hold unacknowledged.
+    /// Send buffer in bytes of payload the sender may hold unacknowledged; at least one segment.
+    #[schema(min_field = mss, kind = "bytes", unit = "bytes")]
     pub sndbuf: u64,
-    /// Receive buffer in bytes: bounds the advertised window.
+    /// Receive buffer in bytes: bounds the advertised window; at least one segment.
+    #[schema(min_field = mss, kind = "bytes", unit = "bytes")]
     pub rcvbuf: u64,
     /// Delayed ACKs at the receiver (off: ACK every segment).
     pub delayed_ack: bool,
@@ -56,22 +66,8 @@ impl Default for TcpConfig {
 }
 
 impl TcpConfig {
-    pub fn validate(&self) -> Result<(), String> {
-        if !(64..=65_000).contains(&self.mss) {
-            return Err(format!("tcp.mss: must be in 64..65000 bytes, got {}", self.mss));
-        }
-        if self.initial_cwnd == 0 {
-            return Err("tcp.initial_cwnd: must be at least 1".into());
-        }
-        if ![100, 250, 300, 1000].contains(&self.hz) {
-            return Err(format!("tcp.hz: must be one of 100, 250, 300, 1000, got {}", self.hz));
-        }
-        if self.sndbuf < self.mss as u64 || self.rcvbuf < self.mss as u64 {
-            return Err("tcp.sndbuf/rcvbuf: must hold at least one segment".into());
-        }
-        if self.rto_min_us == 0 {
-            return Err("tcp.rto_min: must be positive".into());
-        }
-        Ok(())
+    /// Checks the settings; errors name the field within the `tcp` table.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        self.check_fields()
     }
 }

@@ -7,40 +7,69 @@
 //! nanoseconds, so a long CBR run does not drift.
 
 use super::Direction;
+use crate::config::{ConfigError, Schema};
 use crate::dist::Dist;
 use crate::rng::Rng;
 use crate::units::{Dur, Rate, Time};
 use serde::{Deserialize, Serialize};
 
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+/// When a UDP source sends.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, Schema)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+#[schema(name = "udp_pattern", rules = UdpPattern::rules)]
 pub enum UdpPattern {
+    /// Evenly spaced datagrams at the rate (constant bit rate).
     #[default]
     Cbr,
+    /// Exponential gaps whose mean is the rate's spacing.
     Poisson,
-    /// Sends at `rate` during on periods and nothing during off periods; both
-    /// durations in nanoseconds.
-    OnOff { on: Dist, off: Dist },
+    /// Sends at `rate` during on periods and nothing during off periods.
+    OnOff {
+        /// Length of an on period, ns (the mean must be positive).
+        on: Dist,
+        /// Length of an off period, ns.
+        off: Dist,
+    },
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+impl UdpPattern {
+    /// Checks across fields (the ranges are declared on the fields).
+    fn rules(&self) -> Result<(), ConfigError> {
+        match self {
+            UdpPattern::OnOff { on, .. } if on.mean() <= 0.0 => Err(ConfigError::new("on", "mean on time must be positive")),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// An unresponsive UDP source and its path.
+#[derive(Clone, Debug, Serialize, Deserialize, Schema)]
 #[serde(deny_unknown_fields)]
+#[schema(name = "udp", rules = UdpConfig::rules)]
 pub struct UdpConfig {
     /// Sending rate (during on periods for on-off sources).
+    #[schema(positive)]
     pub rate: Rate,
-    /// Bytes on the wire per datagram.
+    /// Bytes on the wire per datagram (IPv4 + UDP headers to the IP maximum).
     #[serde(default = "default_packet_bytes")]
+    #[schema(min = 28, max = 65_535, kind = "bytes", unit = "bytes")]
     pub packet_bytes: u32,
+    /// When the source sends.
     #[serde(default)]
     pub pattern: UdpPattern,
     /// Two-way propagation delay of the path (datagrams take half of it).
+    #[schema(positive)]
     pub rtt: Dur,
+    /// When the source starts sending.
     #[serde(default)]
     pub start: Time,
+    /// When it stops (default: never); after start.
     #[serde(default)]
     pub stop: Option<Time>,
+    /// Which bottleneck the datagrams cross.
     #[serde(default)]
     pub direction: Direction,
+    /// A label for reports.
     #[serde(default)]
     pub label: String,
 }
@@ -50,26 +79,15 @@ fn default_packet_bytes() -> u32 {
 }
 
 impl UdpConfig {
-    pub fn validate(&self, field: &str) -> Result<(), String> {
-        if self.rate.0 == 0 {
-            return Err(format!("{field}.rate: must be positive"));
-        }
-        if !(28..=65_535).contains(&self.packet_bytes) {
-            return Err(format!("{field}.packet_bytes: must be in [28, 65535] (IPv4 + UDP headers to the IP maximum), got {}", self.packet_bytes));
-        }
-        if self.rtt.0 == 0 {
-            return Err(format!("{field}.rtt: must be positive"));
-        }
+    pub fn validate(&self, field: &str) -> Result<(), ConfigError> {
+        self.check_fields().map_err(|e| e.within(field))
+    }
+
+    /// Checks across fields (the ranges are declared on the fields).
+    fn rules(&self) -> Result<(), ConfigError> {
         if let Some(stop) = self.stop {
             if stop <= self.start {
-                return Err(format!("{field}.stop: must be after start"));
-            }
-        }
-        if let UdpPattern::OnOff { on, off } = &self.pattern {
-            on.validate(&format!("{field}.pattern.on"))?;
-            off.validate(&format!("{field}.pattern.off"))?;
-            if on.mean() <= 0.0 {
-                return Err(format!("{field}.pattern.on: mean on time must be positive"));
+                return Err(ConfigError::new("stop", "must be after start"));
             }
         }
         Ok(())

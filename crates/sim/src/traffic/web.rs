@@ -9,6 +9,7 @@
 
 use super::Direction;
 use crate::cc::ParamValue;
+use crate::config::{ConfigError, Schema};
 use crate::dist::Dist;
 use crate::rng::Rng;
 use crate::tcp::TcpConfig;
@@ -20,32 +21,42 @@ use std::collections::BTreeMap;
 /// variance; capped at 10 MB its mean is about 50 KB and a 600 s run at tens of
 /// Mbit/s offers its target load within a few percent.
 pub const DEFAULT_MAX_SIZE: f64 = 10e6;
-/// Shortest RTT a drawn value is raised to (an exponential can draw ~0).
-pub const MIN_RTT: Dur = Dur(1_000);
+pub use super::MIN_RTT;
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+/// A generator of web-like short TCP flows.
+#[derive(Clone, Debug, Serialize, Deserialize, Schema)]
 #[serde(deny_unknown_fields)]
+#[schema(name = "web", rules = WebConfig::rules)]
 pub struct WebConfig {
     /// Offered load: payload bits per second of the transfers started.
+    #[schema(positive)]
     pub load: Rate,
-    /// Transfer sizes in bytes.
+    /// Transfer sizes in bytes (default: SURGE capped at 10 MB); the mean must be finite.
     #[serde(default = "default_sizes")]
     pub sizes: Dist,
-    /// Two-way propagation delay of each connection's path, in nanoseconds.
+    /// Two-way propagation delay of each connection's path, in nanoseconds
+    /// (default: exponential, mean 132 ms).
     #[serde(default = "default_rtt")]
     pub rtt: Dist,
+    /// Congestion control of every connection.
     #[serde(default = "default_cca")]
     pub cca: String,
+    /// The algorithm's parameters.
     #[serde(default)]
     pub cca_params: BTreeMap<String, ParamValue>,
+    /// TCP settings of every connection.
     #[serde(default)]
     pub tcp: TcpConfig,
+    /// Which way the transfers' data crosses the dumbbell.
     #[serde(default)]
     pub direction: Direction,
+    /// When the first arrival may happen.
     #[serde(default)]
     pub start: Time,
+    /// When arrivals stop (default: never); after start.
     #[serde(default)]
     pub stop: Option<Time>,
+    /// A label for reports.
     #[serde(default)]
     pub label: String,
 }
@@ -64,25 +75,28 @@ fn default_cca() -> String {
 }
 
 impl WebConfig {
-    pub fn validate(&self, field: &str) -> Result<(), String> {
-        if self.load.0 == 0 {
-            return Err(format!("{field}.load: must be positive"));
-        }
-        self.sizes.validate(&format!("{field}.sizes"))?;
-        self.rtt.validate(&format!("{field}.rtt"))?;
+    /// Checks the generator (its algorithm's name and parameters too); errors
+    /// name the field within `field`.
+    pub fn validate(&self, field: &str) -> Result<(), ConfigError> {
+        self.check_fields()
+            .and_then(|()| crate::cc::make_cca(&self.cca, &self.cca_params).map(|_| ()).map_err(|e| ConfigError::parse(&e)))
+            .map_err(|e| e.within(field))
+    }
+
+    /// Checks across fields (the ranges are declared on the fields).
+    fn rules(&self) -> Result<(), ConfigError> {
         let mean = self.sizes.mean();
         if !(mean.is_finite() && mean >= 1.0) {
-            return Err(format!(
-                "{field}.sizes: the mean size must be finite and at least 1 byte to set the arrival rate (got {mean}); cap a heavy tail with max"
+            return Err(ConfigError::new(
+                "sizes",
+                format!("the mean size must be finite and at least 1 byte to set the arrival rate (got {mean}); cap a heavy tail with max"),
             ));
         }
         if let Some(stop) = self.stop {
             if stop <= self.start {
-                return Err(format!("{field}.stop: must be after start"));
+                return Err(ConfigError::new("stop", "must be after start"));
             }
         }
-        self.tcp.validate().map_err(|e| format!("{field}.{e}"))?;
-        crate::cc::make_cca(&self.cca, &self.cca_params).map_err(|e| format!("{field}.{e}"))?;
         Ok(())
     }
 
@@ -141,7 +155,7 @@ impl WebGenerator {
     /// Draws the size and RTT of a new connection.
     pub fn draw(&mut self) -> WebArrival {
         let size = self.cfg.sizes.sample(&mut self.sizes).round().max(1.0) as u64;
-        let rtt = Dur((self.cfg.rtt.sample(&mut self.rtts).round() as u64).max(MIN_RTT.0));
+        let rtt = super::draw_rtt(&self.cfg.rtt, &mut self.rtts);
         WebArrival { size, rtt }
     }
 }
@@ -207,6 +221,6 @@ mod tests {
             Dist::LognormalPareto { mu, sigma, k, tail, max, .. } => Dist::LognormalPareto { mu, sigma, k, alpha: 0.9, tail, max },
             d => d,
         };
-        assert!(bad.validate("web[0]").unwrap_err().contains("web[0].sizes"));
+        assert!(bad.validate("web[0]").unwrap_err().to_string().contains("web[0].sizes"));
     }
 }

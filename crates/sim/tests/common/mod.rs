@@ -14,7 +14,7 @@ pub fn flow(cca: &str, rtt_ms: u64) -> FlowConfig {
     FlowConfig {
         cca: cca.to_string(),
         cca_params: BTreeMap::new(),
-        rtt: Dur::from_ms(rtt_ms),
+        rtt: Dur::from_ms(rtt_ms).into(),
         start: Time::ZERO,
         stop: None,
         size: None,
