@@ -5,6 +5,7 @@
                                       (and, for runs with web traffic, FCT figures and tables)
     REPORT/<experiment>/*.png|pdf     figures (PNG shown, PDF linked for papers)
     REPORT/<experiment>/points.csv    every metric per grid point: mean, 95 % CI, n
+    REPORT/thumbs/<experiment>.png    small copy of the experiment's first figure (index)
 
 Figures are drawn from the database and the Parquet time series, never from
 the engine: a report can be rebuilt at any time without rerunning anything.
@@ -57,22 +58,32 @@ figure img{max-width:100%;border:1px solid #eee}figcaption{font-size:.85em;color
 pre{background:#f7f7f7;padding:.8em;overflow-x:auto;font-size:.82em}
 details{margin:.4em 0}summary{cursor:pointer}
 .broken{outline:3px solid #c62828}
+td.kn{white-space:nowrap}img.thumb{width:240px;max-width:100%;border:1px solid #eee;margin-top:.3em}
 """
 
 _SCRIPT = """
 window.addEventListener('load', function () {
-  var imgs = document.querySelectorAll('img'), ok = 0;
+  var imgs = document.querySelectorAll('img');
+  function count() {
+    var ok = 0;
+    imgs.forEach(function (img) { if (img.complete && img.naturalWidth > 0) { ok++; } });
+    document.body.setAttribute('data-images-loaded', ok + '/' + imgs.length);
+  }
+  function broken(img) {
+    img.classList.add('broken');
+    var note = document.createElement('p');
+    note.className = 'err';
+    note.textContent = 'figure file missing: ' + img.getAttribute('src');
+    img.parentNode.insertBefore(note, img.nextSibling);
+  }
   imgs.forEach(function (img) {
-    if (img.complete && img.naturalWidth > 0) { ok++; }
-    else {
-      img.classList.add('broken');
-      var note = document.createElement('p');
-      note.className = 'err';
-      note.textContent = 'figure file missing: ' + img.getAttribute('src');
-      img.parentNode.insertBefore(note, img.nextSibling);
-    }
+    if (img.complete && img.naturalWidth > 0) { return; }
+    if (img.complete) { broken(img); return; }
+    // A lazy image not fetched yet: judged when it is (scrolled near).
+    img.addEventListener('load', count);
+    img.addEventListener('error', function () { broken(img); count(); });
   });
-  document.body.setAttribute('data-images-loaded', ok + '/' + imgs.length);
+  count();
 });
 """
 
@@ -116,12 +127,14 @@ def experiment_shape(res: Results, run_ids) -> dict[str, Any]:
     }
 
 
-def _figure_html(files: list[Path], rel_to: Path, caption: str, cls: str = "") -> str:
+def _figure_html(files: list[Path], rel_to: Path, caption: str, cls: str = "", loading: str = "lazy") -> str:
+    """A figure (PNG shown, vector linked); images load lazily (long pages
+    hold hundreds of run figures) unless `loading` is "eager"."""
     png = files[0]
     rel = png.relative_to(rel_to).as_posix()
     vec = files[1].relative_to(rel_to).as_posix() if len(files) > 1 else rel
     kind = files[1].suffix[1:].upper() if len(files) > 1 else "PNG"
-    return (f"<figure{' class=' + cls if cls else ''}><a href=\"{html.escape(vec)}\"><img src=\"{html.escape(rel)}\" alt=\"{html.escape(caption)}\" loading=\"eager\"></a>"
+    return (f"<figure{' class=' + cls if cls else ''}><a href=\"{html.escape(vec)}\"><img src=\"{html.escape(rel)}\" alt=\"{html.escape(caption)}\" loading=\"{loading}\"></a>"
             f"<figcaption>{html.escape(caption)} <a href=\"{html.escape(vec)}\">{kind}</a></figcaption></figure>")
 
 
@@ -151,21 +164,29 @@ def write_report(directory: str | Path, out: str | Path | None = None, per_run: 
         exps = exps[exps.experiment_id.isin(experiments) | exps.name.isin(experiments)]
     for _, exp in exps.iterrows():
         say(f"figures for {exp.experiment_id}")
-        page = _experiment_page(res, exp, out_dir, per_run, say)
+        info: dict[str, Any] = {}
+        page = _experiment_page(res, exp, out_dir, per_run, say, info)
         runs = res.runs[res.runs.experiment_id == exp.experiment_id]
         counts = runs.status.value_counts().to_dict()
-        rows.append((exp, page, counts))
+        rows.append((exp, page, counts, info))
     body = [f"<h1>ccarena results</h1><p class=\"muted\">{html.escape(str(Path(directory)))} &middot; report written "
             f"{datetime.now().strftime('%Y-%m-%d %H:%M')} by ccarena {html.escape(__version__)}</p>"]
     if not rows:
         body.append("<p>No experiments in this results directory yet.</p>")
     else:
-        body.append("<table><tr><th class=l>experiment</th><th class=l>what it shows</th><th>runs ok</th><th>failed</th><th>skipped</th><th>pending</th></tr>")
-        for exp, page, counts in rows:
+        body.append("<table><tr><th class=l>experiment</th><th class=l>what it shows</th><th class=l>key numbers</th>"
+                    "<th>runs ok</th><th>failed</th><th>skipped</th><th>pending</th></tr>")
+        for exp, page, counts, info in rows:
             label = exp.experiment_id
+            href = html.escape(page.relative_to(out_dir).as_posix())
+            thumb = info.get("thumb")
+            thumb_html = (f"<br><a href=\"{href}\"><img class=thumb src=\"{html.escape(thumb.relative_to(out_dir).as_posix())}\" "
+                          f"alt=\"main figure of {html.escape(label)}\" loading=\"lazy\"></a>") if thumb else ""
             body.append(
-                f"<tr><td class=l><a href=\"{html.escape(page.relative_to(out_dir).as_posix())}\">{html.escape(label)}</a></td>"
-                f"<td class=l>{html.escape(exp.description)}{' <span class=muted>(' + html.escape(_short_notes(exp)) + ')</span>' if _short_notes(exp) else ''}</td>"
+                f"<tr><td class=l><a href=\"{href}\">{html.escape(label)}</a>{thumb_html}</td>"
+                f"<td class=l>{html.escape(exp.description)}{' <span class=muted>(' + html.escape(_short_notes(exp)) + ')</span>' if _short_notes(exp) else ''}"
+                f"<br><span class=muted>{_provenance(exp)}</span></td>"
+                f"<td class=\"l kn\">{'<br>'.join(info.get('key', [])) or '-'}</td>"
                 f"<td>{counts.get('ok', 0)}</td><td>{counts.get('error', 0)}</td><td>{counts.get('skipped', 0)}</td><td>{counts.get('pending', 0)}</td></tr>"
             )
         body.append("</table>")
@@ -174,12 +195,57 @@ def write_report(directory: str | Path, out: str | Path | None = None, per_run: 
     return index
 
 
+def _provenance(exp) -> str:
+    """Where the experiment's results come from: date, host, engine build, command line (HTML)."""
+    parts = []
+    if isinstance(exp.get("updated_at"), (datetime, pd.Timestamp)) and not pd.isna(exp.get("updated_at")):
+        parts.append(pd.Timestamp(exp["updated_at"]).strftime("%Y-%m-%d %H:%M"))
+    if exp.get("host"):
+        parts.append("on " + html.escape(str(exp["host"])))
+    if exp.get("build"):
+        parts.append("build <code>" + html.escape(str(exp["build"])) + "</code>")
+    if exp.get("command"):
+        parts.append("<code>" + html.escape(str(exp["command"])) + "</code>")
+    return " &middot; ".join(parts)
+
+
+def _key_numbers(points: pd.DataFrame, metrics: list[str], limit: int = 3) -> list[str]:
+    """The first few key metrics over the grid points: the value, or the range of the point means (HTML)."""
+    out = []
+    for m in metrics:
+        if m not in points or not points[m].notna().any():
+            continue
+        v = points[m].dropna()
+        val = cell(v.iloc[0]) if len(v) == 1 else f"{cell(v.min())} &ndash; {cell(v.max())}"
+        out.append(f"{html.escape(short_label(m))} {val}")
+        if len(out) == limit:
+            break
+    return out
+
+
+def _thumbnail(png: Path, out: Path, width: int = 240) -> Path | None:
+    """A small copy of a figure for the index (None if it cannot be read)."""
+    try:
+        # Pillow comes with matplotlib; imported here so the report module loads without drawing.
+        from PIL import Image
+
+        with Image.open(png) as im:
+            im.thumbnail((width, width * 2))
+            im.save(out, optimize=True)
+        return out
+    except (OSError, ImportError):
+        return None
+
+
 def _short_notes(exp) -> str:
     req = json.loads(exp.requires or "[]")
     return ("needs " + ", ".join(req)) if req else ""
 
 
-def _experiment_page(res: Results, exp, out_dir: Path, per_run: str, say) -> Path:
+def _experiment_page(res: Results, exp, out_dir: Path, per_run: str, say, info: dict | None = None) -> Path:
+    """Writes the experiment's page; fills `info` with what the index shows of
+    it ("thumb": a small PNG of its first figure, "key": its key numbers)."""
+    info = {} if info is None else info
     eid = exp.experiment_id
     d = out_dir / slug(eid)
     d.mkdir(parents=True, exist_ok=True)
@@ -238,7 +304,12 @@ def _experiment_page(res: Results, exp, out_dir: Path, per_run: str, say) -> Pat
                 body.append(f"<p class=err>figure {html.escape(name)}: no column {html.escape(str(e))} in the results</p>")
                 continue
             cap = (spec["caption"].rstrip(".") + "; " + _stat_note(spec, points)) if spec.get("caption") else _default_caption(spec, points)
-            body.append(_figure_html(files, d, cap, "half"))
+            body.append(_figure_html(files, d, cap, "half", loading="eager"))
+            if "thumb" not in info:
+                (out_dir / "thumbs").mkdir(exist_ok=True)
+                thumb = _thumbnail(files[0], out_dir / "thumbs" / f"{slug(eid)}.png")
+                if thumb is not None:
+                    info["thumb"] = thumb
 
     # ---- metrics table
     if len(points):
@@ -252,6 +323,7 @@ def _experiment_page(res: Results, exp, out_dir: Path, per_run: str, say) -> Pat
                     "(Student's t), to the digits it supports; [low, high] where the interval meets the metric's bound "
                     "(e.g. Jain's index at 1). Every metric of every grid point: <a href=\"points.csv\">points.csv</a>; "
                     "definitions in docs/metrics.md.</p>")
+        info["key"] = _key_numbers(points, km)
         head = "".join(f"<th class=l>{html.escape(n)}</th>" for n in names) + "<th>n</th>" + "".join(f"<th title=\"{html.escape(m)}\">{html.escape(short_label(m))}</th>" for m in km)
         trs = []
         for _, p in points.iterrows():
@@ -306,7 +378,7 @@ def _experiment_page(res: Results, exp, out_dir: Path, per_run: str, say) -> Pat
             ftab = "".join(
                 f"<tr{' class=muted' if f.get('background', False) else ''}><td>{i}</td><td class=l>{html.escape(str(f.label))}"
                 f"{' (reverse)' if f.get('direction', 'forward') == 'reverse' else ''}</td><td>{f.rtt_ms:.4g}</td><td>{f.start_s:.3g}</td><td>{f.throughput_mbps:.2f}</td>"
-                f"<td>{cell(f.mean_cwnd)}</td><td>{cell(f.mean_srtt_ms)}</td><td>{int(f.retransmissions)}</td><td>{int(f.rtos)}</td></tr>"
+                f"<td>{cell(f.get('mean_cwnd_l4', f.get('mean_cwnd')))}</td><td>{cell(f.get('mean_srtt_l4', f.get('mean_srtt_ms')))}</td><td>{int(f.retransmissions)}</td><td>{int(f.rtos)}</td></tr>"
                 for i, f in fl.iterrows()
             )
             bg_note = "" if len(studied) == len(fl) else (

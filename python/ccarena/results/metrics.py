@@ -66,6 +66,7 @@ __all__ = [
     "COV_TIMESCALES_S",
     "METRIC_INFO",
     "CONDITIONAL_METRICS",
+    "FLOW_COLUMN_TWINS",
 ]
 
 # Time scales (seconds) at which the stability metric cov_throughput_<T>s_l7 is computed.
@@ -422,6 +423,16 @@ METRIC_INFO: dict[str, tuple[str, str]] = {
 }
 for _t in COV_TIMESCALES_S:
     METRIC_INFO[f"cov_throughput_{_t:g}s_l7"] = ("", f"CoV of throughput averaged over {_t:g} s")
+
+#: Columns of a run's flow table (``RunResult.flows``, the SQL ``flows`` table)
+#: that are the same numbers as a flow metric: ``ccarena.load(...).flows``
+#: shows each under the metric's name only (docs/metrics.md, "One name per metric").
+FLOW_COLUMN_TWINS: dict[str, str] = {
+    "mean_cwnd": "mean_cwnd_l4",
+    "mean_srtt_ms": "mean_srtt_l4",
+    "window_retransmissions": "total_retransmissions_l4",
+    "window_rtos": "total_rtos_l4",
+}
 
 #: Run metrics that only runs with that kind of traffic have.
 CONDITIONAL_METRICS: dict[str, tuple[str, ...]] = {
