@@ -1,6 +1,7 @@
-"""The results API's frames and SQL: typed parameter columns, one name per
+"""The results API's frames and SQL (typed parameter columns, one name per
 metric, NA for an infinite ssthresh, typed empty frames, parameter values
-without JSON quotes and the wide view of run metrics."""
+without JSON quotes, the wide view of run metrics), points flagged as too
+short for the physics, reference data in figures and the comparison page."""
 
 import duckdb
 import pandas as pd
@@ -93,3 +94,57 @@ def test_sql_parameters_and_wide_view(results):
     assert wide.jain_index.iloc[0] == pytest.approx(row.jain_index)
     assert wide.utilization.iloc[0] == pytest.approx(row.utilization)
     assert isinstance(res.runs, pd.DataFrame)
+
+
+def test_runs_too_short_are_flagged(results):
+    """3 s runs hold a few loss cycles at most: every point is flagged, and the
+    count matches the flows' slow-start threshold changes."""
+    from ccarena.results.metrics import SHORT_RUN_EPOCHS, congestion_epochs
+
+    res = ccarena.load(results)
+    pts = res.points("typed")
+    assert pts.short_run.all()
+    runs = res.runs
+    assert (runs.min_congestion_epochs < SHORT_RUN_EPOCHS).all()
+    rid = runs.run_id.iloc[0]
+    fl = res.flows[res.flows.run_id == rid].set_index("flow")
+    ts = res.timeseries(rid)
+    for i, f in fl.iterrows():
+        n = congestion_epochs(ts[ts.flow == i], f.window_start_s, f.window_end_s)
+        assert n == f.congestion_epochs_l4 and n >= 1  # both flows leave slow start in the window
+    assert runs.set_index("run_id").min_congestion_epochs[rid] == fl.congestion_epochs_l4.min()
+    # On hand-made samples: leaving slow start (NA -> 20) is an epoch, 20 -> 30 another.
+    samples = pd.DataFrame({"t_s": [0.1, 0.2, 0.3, 0.4], "ssthresh": pd.array([None, None, 20, 30], dtype="Int64")})
+    assert congestion_epochs(samples, 0.15, 0.4) == 2 and congestion_epochs(samples, 0.35, 0.4) == 1
+    assert congestion_epochs(samples, 1.0, 2.0) != congestion_epochs(samples, 1.0, 2.0)  # nan: no samples
+
+
+def test_results_command_marks_short_points(results):
+    from conftest import cli
+
+    p = cli("results", str(results), check=True)
+    assert "†" in p.stdout and "too short" in p.stdout
+    p = cli("results", str(results), "--format", "csv", check=True)
+    assert "short_run" in p.stdout.splitlines()[0]
+
+
+def test_reference_overlay_and_comparison_page(results, tmp_path):
+    from ccarena.present.figures import read_reference, sweep_figure
+    from ccarena.present.report import write_report
+
+    ref = tmp_path / "ref.csv"
+    ref.write_text("# citation: Someone et al. (2020), Fig. 3\nflows[1].rtt,jain_index\n10ms,0.97\n80ms,0.9\n")
+    rows, citation = read_reference(ref, "flows[1].rtt", "jain_index")
+    assert len(rows) == 2 and citation == "reference: Someone et al. (2020), Fig. 3"
+    with pytest.raises(ValueError, match="no column 'utilization'"):
+        read_reference(ref, "flows[1].rtt", "utilization")
+    res = ccarena.load(results)
+    out = sweep_figure(res.points("typed"), {"x": "flows[1].rtt", "y": "jain_index", "reference": str(ref)}, tmp_path / "fig")
+    assert out[0].stat().st_size > 1000
+    index = write_report(results, tmp_path / "report", per_run="none", compare=["typed"], references=[ref])
+    page = (tmp_path / "report" / "typed" / "index.html").read_text()
+    assert "too short for the physics" in page and "&dagger;" in page
+    text = index.read_text()
+    assert "compare/index.html" in text and 'class=thumb' in text and "build <code>" in text
+    cmp = tmp_path / "report" / "compare"
+    assert (cmp / "throughput-delay.png").exists() and len(list(cmp.glob("*.png"))) > 2  # and the metrics against flows[1].rtt

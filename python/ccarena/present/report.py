@@ -6,6 +6,7 @@
     REPORT/<experiment>/*.png|pdf     figures (PNG shown, PDF linked for papers)
     REPORT/<experiment>/points.csv    every metric per grid point: mean, 95 % CI, n
     REPORT/thumbs/<experiment>.png    small copy of the experiment's first figure (index)
+    REPORT/compare/index.html         several experiments in one figure (``--compare``)
 
 Figures are drawn from the database and the Parquet time series, never from
 the engine: a report can be rebuilt at any time without rerunning anything.
@@ -33,10 +34,12 @@ from .figures import (
     run_fct_figure,
     short_label,
     run_timeseries_figure,
+    read_reference,
     stability_figure,
     sweep_figure,
+    throughput_delay_figure,
 )
-from ..results.metrics import web_metrics
+from ..results.metrics import SHORT_RUN_EPOCHS, web_metrics
 from .format import cell, pm, slug
 from ..results.store import Results, load
 
@@ -148,11 +151,15 @@ def _buffer_packets(engine: dict) -> float | None:
 
 
 def write_report(directory: str | Path, out: str | Path | None = None, per_run: str = "first",
-                 progress: Callable[[str], None] | None = None, experiments: list[str] | None = None) -> Path:
+                 progress: Callable[[str], None] | None = None, experiments: list[str] | None = None,
+                 compare: list[str] | None = None, references: list[str | Path] | None = None) -> Path:
     """Writes the HTML report of a results directory; returns the index page.
 
     `per_run`: "first" draws the run figures of the first repetition of each
-    grid point, "all" of every run, "none" of none.
+    grid point, "all" of every run, "none" of none. `compare`: experiments
+    (ids or names) drawn together on a comparison page (``compare.html``).
+    `references`: CSV files of reference data drawn in every sweep figure
+    whose x and metric they have (docs/scenario.md, "Reference data").
     """
     res = load(directory)
     out_dir = Path(out) if out else Path(directory) / "report"
@@ -165,12 +172,17 @@ def write_report(directory: str | Path, out: str | Path | None = None, per_run: 
     for _, exp in exps.iterrows():
         say(f"figures for {exp.experiment_id}")
         info: dict[str, Any] = {}
-        page = _experiment_page(res, exp, out_dir, per_run, say, info)
+        page = _experiment_page(res, exp, out_dir, per_run, say, info, [Path(r) for r in references or []], Path(directory))
         runs = res.runs[res.runs.experiment_id == exp.experiment_id]
         counts = runs.status.value_counts().to_dict()
         rows.append((exp, page, counts, info))
     body = [f"<h1>ccarena results</h1><p class=\"muted\">{html.escape(str(Path(directory)))} &middot; report written "
             f"{datetime.now().strftime('%Y-%m-%d %H:%M')} by ccarena {html.escape(__version__)}</p>"]
+    if compare:
+        say("comparison page")
+        cmp_page = _compare_page(res, [res.experiment_id(c) for c in compare], out_dir)
+        body.append(f"<p><a href=\"{html.escape(cmp_page.relative_to(out_dir).as_posix())}\">Comparison of "
+                    f"{html.escape(', '.join(compare))}</a></p>")
     if not rows:
         body.append("<p>No experiments in this results directory yet.</p>")
     else:
@@ -193,6 +205,64 @@ def write_report(directory: str | Path, out: str | Path | None = None, per_run: 
     index = out_dir / "index.html"
     index.write_text(_page("ccarena results", "\n".join(body)))
     return index
+
+
+def _with_references(spec: dict, extra: list[Path], results_dir: Path | None) -> dict:
+    """The sweep figure's spec with its reference files as paths that exist
+    (relative ones: from the working directory, else from the results
+    directory), plus those of `extra` that have its x and metric."""
+    refs = []
+    own = spec.get("reference")
+    if own:
+        p = Path(own)
+        if not p.is_absolute() and not p.exists() and results_dir is not None and (results_dir / p).exists():
+            p = results_dir / p
+        refs.append(p)
+    for p in extra:
+        try:
+            read_reference(p, spec["x"], spec.get("y", "jain_index"))
+        except ValueError:
+            continue  # drawn only where it fits
+        refs.append(p)
+    return {**spec, "reference": refs} if refs else spec
+
+
+def _compare_page(res: Results, ids: list[str], out_dir: Path) -> Path:
+    """One page drawing several experiments together: each key metric both
+    have against their shared first axis (one line per experiment), and
+    throughput against delay of every run (Pantheon's summary)."""
+    d = out_dir / "compare"
+    d.mkdir(parents=True, exist_ok=True)
+    frames, groups, axes_of = [], {}, {}
+    for eid in ids:
+        ok = res.runs[(res.runs.experiment_id == eid) & (res.runs.status == "ok")]
+        groups[eid] = ok
+        axes_of[eid] = res.param_names(eid)
+        if len(ok):
+            frames.append(res.points(eid).assign(experiment=eid))
+    body = [f"<p><a href=\"../index.html\">&larr; all experiments</a></p><h1>Comparison</h1>"
+            f"<p>{html.escape(', '.join(ids))}</p>"]
+    firsts = {a[0] for a in axes_of.values() if a}
+    if frames and len(firsts) == 1 and all(axes_of.values()):
+        x = firsts.pop()
+        pts = pd.concat(frames, ignore_index=True)
+        shape = experiment_shape(res, pd.concat(groups.values()).run_id)
+        for m in key_metrics(shape["n_flows"], shape["n_groups"], shape["web"], shape["udp"]):
+            if m not in pts or not pts[m].notna().any():
+                continue
+            try:
+                files = sweep_figure(pts, {"x": x, "y": m, "series": "experiment"}, d / slug(f"{m}-vs-{x}"))
+            except KeyError:
+                continue
+            body.append(_figure_html(files, d, f"{metric_label(m)} against {x}, one line per experiment; mean and 95 % CI over repetitions.", "half"))
+    else:
+        body.append("<p class=muted>The experiments do not share their first swept parameter: no metric-against-parameter figures.</p>")
+    files = throughput_delay_figure(groups, d / "throughput-delay")
+    body.append(_figure_html(files, d, "Throughput against delay: each run a dot, each experiment's mean a large marker "
+                             "(aggregate throughput of the flows under study against their mean sRTT; better is up and right)."))
+    page = d / "index.html"
+    page.write_text(_page("ccarena comparison", "\n".join(body)))
+    return page
 
 
 def _provenance(exp) -> str:
@@ -242,7 +312,8 @@ def _short_notes(exp) -> str:
     return ("needs " + ", ".join(req)) if req else ""
 
 
-def _experiment_page(res: Results, exp, out_dir: Path, per_run: str, say, info: dict | None = None) -> Path:
+def _experiment_page(res: Results, exp, out_dir: Path, per_run: str, say, info: dict | None = None,
+                     references: list[Path] | None = None, results_dir: Path | None = None) -> Path:
     """Writes the experiment's page; fills `info` with what the index shows of
     it ("thumb": a small PNG of its first figure, "key": its key numbers)."""
     info = {} if info is None else info
@@ -274,7 +345,9 @@ def _experiment_page(res: Results, exp, out_dir: Path, per_run: str, say, info: 
         body.append(f"<div class=warn>{html.escape(exp.notes)}</div>")
     if exp.variant == "quick":
         body.append("<div class=warn><b>Quick mode:</b> shorter runs and fewer repetitions than the full set-up, so the "
-                    f"confidence intervals are wider. The full set-up: <code>ccarena reproduce {html.escape(exp['name'])} --full</code>.</div>")
+                    "confidence intervals are wider, and where a run is too short for the flows to reach their operating "
+                    "point the values themselves differ (the points flagged below). "
+                    f"The full set-up: <code>ccarena reproduce {html.escape(exp['name'])} --full</code>.</div>")
     counts = runs.status.value_counts().to_dict()
     body.append("<p>" + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())) + f" of {len(runs)} runs"
                 + (f"; {len(points)} grid points" if len(points) else "") + ".</p>")
@@ -288,6 +361,16 @@ def _experiment_page(res: Results, exp, out_dir: Path, per_run: str, say, info: 
         items = "".join(f"<li><code>{html.escape(r.run_id)}</code> {html.escape(str({a['name']: json.loads(r.params).get(a['name']) for a in axes}))}: {html.escape(str(r.error))}</li>" for _, r in failed.head(20).iterrows())
         body.append(f"<div class=err><b>{len(failed)} runs failed</b> (rerun the sweep to retry them):<ul>{items}</ul></div>")
 
+    if len(points) and "short_run" in points and points.short_run.fillna(False).astype(bool).any():
+        names_ = [a["name"] for a in axes]
+        flagged = points[points.short_run.fillna(False).astype(bool)]
+        which = "; ".join(", ".join(f"{n} = {p[n]}" for n in names_) or "the single point" for _, p in flagged.iterrows())
+        body.append(f"<div class=warn><b>Runs too short for the physics at {len(flagged)} of {len(points)} points</b> "
+                    f"(&dagger; in the table, red rings in the figures): a loss-based flow under study saw fewer than "
+                    f"{SHORT_RUN_EPOCHS} congestion epochs (loss events) after warm-up, so its mean is not that of its "
+                    f"steady state and a longer run may give another value, not only a narrower interval "
+                    f"(docs/metrics.md, &ldquo;Runs too short&rdquo;): {html.escape(which)}.</div>")
+
     # ---- experiment figures
     if len(points) and specs:
         body.append("<h2>Figures</h2>")
@@ -299,9 +382,13 @@ def _experiment_page(res: Results, exp, out_dir: Path, per_run: str, say, info: 
                 if spec.get("kind", "sweep") == "stability":
                     files = stability_figure(points, spec, base, interval)
                 else:
+                    spec = _with_references(spec, references or [], results_dir)
                     files = sweep_figure(points, spec, base, runs=ok)
             except KeyError as e:
                 body.append(f"<p class=err>figure {html.escape(name)}: no column {html.escape(str(e))} in the results</p>")
+                continue
+            except ValueError as e:  # a reference file that cannot be read or lacks the figure's columns
+                body.append(f"<p class=err>figure {html.escape(name)}: {html.escape(str(e))}</p>")
                 continue
             cap = (spec["caption"].rstrip(".") + "; " + _stat_note(spec, points)) if spec.get("caption") else _default_caption(spec, points)
             body.append(_figure_html(files, d, cap, "half", loading="eager"))
@@ -327,7 +414,8 @@ def _experiment_page(res: Results, exp, out_dir: Path, per_run: str, say, info: 
         head = "".join(f"<th class=l>{html.escape(n)}</th>" for n in names) + "<th>n</th>" + "".join(f"<th title=\"{html.escape(m)}\">{html.escape(short_label(m))}</th>" for m in km)
         trs = []
         for _, p in points.iterrows():
-            cells = "".join(f"<td class=l>{cell(p.get(n))}</td>" for n in names) + f"<td>{int(p.n)}</td>"
+            dagger = " &dagger;" if p.get("short_run", False) == True else ""  # noqa: E712 (NaN where the metric is missing)
+            cells = "".join(f"<td class=l>{cell(p.get(n))}</td>" for n in names) + f"<td>{int(p.n)}{dagger}</td>"
             for m in km:
                 mu, ci = p.get(m, float('nan')), p.get(f"{m}_ci95", float('nan'))
                 cells += f"<td>{pm(mu, ci, sign=' &plusmn; ', low=p.get(f'{m}_low'), high=p.get(f'{m}_high'))}</td>"

@@ -43,7 +43,7 @@ import pandas as pd
 
 from ..version import UNKNOWN_BUILD, __version__, build_id
 from ..errors import StoreError, UnknownExperiment, UnknownName
-from .metrics import FLOW_COLUMN_TWINS, flow_metrics, mean_ci, mean_interval, metric_bounds, run_metrics
+from .metrics import FLOW_COLUMN_TWINS, SHORT_RUN_EPOCHS, flow_metrics, mean_ci, mean_interval, metric_bounds, run_metrics
 from .result import RunResult
 from ..scenario.document import dump_toml
 from ..scenario.flows import flow_groups_of
@@ -788,6 +788,9 @@ class Results:
                     lmu, lci, _ = mean_ci(np.log(pos))
                     row[f"{m}_gmean"], row[f"{m}_log_ci95"] = float(np.exp(lmu)), lci
             row["n"] = len(g)
+            if "min_congestion_epochs" in g:
+                # Too short for the physics: a loss-based flow of some repetition saw too few loss cycles (docs/metrics.md).
+                row["short_run"] = bool((g.min_congestion_epochs < SHORT_RUN_EPOCHS).any())
             rows.append(row)
         df = pd.DataFrame(rows)
         if not len(df):
