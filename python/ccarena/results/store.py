@@ -757,7 +757,11 @@ class Results:
     def points(self, experiment_id: str, metrics: list[str] | None = None, mode: str | None = None) -> pd.DataFrame:
         """Mean, 95 % CI half-width and n of each run-level metric per grid
         point, and the interval cut to the metric's range (``<m>_low``,
-        ``<m>_high``; docs/metrics.md). `experiment_id` may also be the experiment's name, with `mode`
+        ``<m>_high``; docs/metrics.md), each swept parameter as written and
+        its numeric twin with the unit in its name (``rtt_ms``), and
+        ``short_run`` where a repetition was too short for the flows to reach
+        their operating point (docs/metrics.md, "Runs too short").
+        `experiment_id` may also be the experiment's name, with `mode`
         ("quick" or "full") when both are stored; an unknown experiment or
         metric raises ``UnknownName``."""
         experiment_id = self.experiment_id(experiment_id, mode)
