@@ -82,8 +82,10 @@ def _chromium(*args, timeout=120):
 def test_report_renders_in_headless_chromium(results, tmp_path):
     index = write_report(results)
     page = index.parent / "mini" / "index.html"
-    # The page's own script records how many images loaded once the load event fired.
-    p = _chromium("--virtual-time-budget=10000", "--dump-dom", page.as_uri())
+    # The page's own script records how many images loaded once the load event fired (and as
+    # lazy images arrive: a window tall enough for the whole page fetches them all).
+    assert 'loading="lazy"' in page.read_text()
+    p = _chromium("--virtual-time-budget=10000", "--window-size=1200,20000", "--dump-dom", page.as_uri())
     m = re.search(r'data-images-loaded="(\d+)/(\d+)"', p.stdout)
     assert m, p.stderr[-2000:]
     loaded, total = int(m.group(1)), int(m.group(2))
@@ -96,7 +98,7 @@ def test_report_renders_in_headless_chromium(results, tmp_path):
     saved = victim.read_bytes()
     victim.unlink()
     try:
-        p = _chromium("--virtual-time-budget=10000", "--dump-dom", page.as_uri())
+        p = _chromium("--virtual-time-budget=10000", "--window-size=1200,20000", "--dump-dom", page.as_uri())
         assert f'data-images-loaded="{total - 1}/{total}"' in p.stdout
         assert '<p class="err">figure file missing' in p.stdout
     finally:

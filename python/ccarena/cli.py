@@ -444,6 +444,7 @@ def _points_table(res, experiment_id: str, title: str):
     from .present.format import pm
     from .present.report import experiment_shape, key_metrics
     from .present.tables import Column, Listing
+    from .results.metrics import SHORT_RUN_EPOCHS
 
     runs = res.runs[res.runs.experiment_id == experiment_id]
     ok = runs[runs.status == "ok"]
@@ -456,13 +457,17 @@ def _points_table(res, experiment_id: str, title: str):
     listing = Listing(columns, [], title=title, caption="mean ± half-width of the 95 % confidence interval over repetitions", data=[])
     if pts is not None:
         for _, p in pts.iterrows():
-            cells = [str(p[n]) for n in names] + [str(int(p.n))]
-            row = {"experiment": experiment_id, **{n: p[n] for n in names}, "n": int(p.n)}
+            short = bool(p.get("short_run", False) == True)  # noqa: E712 (NaN where the metric is missing)
+            cells = [str(p[n]) for n in names] + [str(int(p.n)) + (" †" if short else "")]
+            row = {"experiment": experiment_id, **{n: p[n] for n in names}, "n": int(p.n), "short_run": short}
             for m in km:
                 cells.append(pm(p[m], p[f"{m}_ci95"], low=p.get(f"{m}_low"), high=p.get(f"{m}_high")))
                 row[m], row[f"{m}_ci95"] = _plain(p[m]), _plain(p[f"{m}_ci95"])
             listing.rows.append(cells)
             listing.data.append(row)
+        if "short_run" in pts and pts.short_run.fillna(False).astype(bool).any():
+            listing.caption += (f"\n† run too short for the physics: a loss-based flow saw fewer than {SHORT_RUN_EPOCHS} congestion "
+                                "epochs after warm-up, so the point is not its steady state (docs/metrics.md; longer runs: --full)")
     return listing
 
 
@@ -609,6 +614,8 @@ def report(
     out_dir: Optional[Path] = typer.Option(None, "--out", "-o", help="Where to write the report (default DIR/report)."),
     per_run: str = typer.Option("first", "--per-run", help="Run figures for: first (first repetition of each point), all, none."),
     experiment: Optional[List[str]] = typer.Option(None, "--experiment", "-e", help="Only these experiments (repeatable)."),
+    compare: Optional[List[str]] = typer.Option(None, "--compare", "-c", help="Draw these experiments together on a comparison page (repeatable)."),
+    reference: Optional[List[Path]] = typer.Option(None, "--reference", help="CSV of reference data drawn beside the simulated points (repeatable; docs/scenario.md)."),
 ) -> None:
     """Write a static HTML report (figures, metrics tables, scenarios) of a results directory."""
     from .present.report import write_report  # matplotlib, DuckDB, pandas
@@ -617,7 +624,10 @@ def report(
         raise UsageError(f"--per-run: unknown value {per_run!r}; allowed: first, all, none")
     if not directory.exists():
         raise UsageError(f"{directory}: no such results directory")
-    index = write_report(directory, out_dir, per_run=per_run, experiments=experiment,
+    for r in reference or []:
+        if not r.is_file():
+            raise UsageError(f"--reference: {r}: no such file")
+    index = write_report(directory, out_dir, per_run=per_run, experiments=experiment, compare=compare, references=reference,
                          progress=(lambda m: err.print(f"[dim]{_esc(m)}[/dim]", highlight=False)) if sys.stderr.isatty() else None)
     out.print(f"report: [bold]{index}[/bold]")
 

@@ -26,6 +26,8 @@ Which experiment figures a scenario gets is set by its ``[[figures]]`` tables
 
 from __future__ import annotations
 
+import io
+
 from pathlib import Path
 from typing import Any
 
@@ -47,11 +49,13 @@ __all__ = [
     "default_figure_specs",
     "validate_figure_specs",
     "metric_label",
+    "read_reference",
+    "throughput_delay_figure",
     "FIGURE_KINDS",
 ]
 
 FIGURE_KINDS = {"sweep", "stability"}
-_SPEC_KEYS = {"kind", "x", "y", "series", "panels", "xscale", "yscale", "ylim", "title", "xlabel", "ylabel", "name", "caption", "dots"}
+_SPEC_KEYS = {"kind", "x", "y", "series", "panels", "xscale", "yscale", "ylim", "title", "xlabel", "ylabel", "name", "caption", "dots", "reference"}
 
 _METRIC_LABELS = {
     "throughput_ratio": "Throughput ratio (min / max)",
@@ -203,6 +207,8 @@ def validate_figure_specs(specs: Any) -> list[dict]:
         for k in ("xscale", "yscale"):
             if k in s and s[k] not in ("linear", "log"):
                 raise ScenarioError(f"{where}.{k}", f"must be 'linear' or 'log', got {s[k]!r}")
+        if "reference" in s and not isinstance(s["reference"], str):
+            raise ScenarioError(f"{where}.reference", "must be the path of a CSV file (docs/scenario.md)")
         if "ylim" in s and not (isinstance(s["ylim"], list) and len(s["ylim"]) == 2):
             raise ScenarioError(f"{where}.ylim", "must be [low, high]")
     return specs
@@ -257,11 +263,17 @@ def _tick(t: float) -> str:
 
 def _legend(fig, axs, title: str | None) -> None:
     """One legend: inside a single panel, above the panels when there are several."""
-    handles, labels = axs[0][-1].get_legend_handles_labels()
+    seen: dict[str, Any] = {}
+    for ax in axs[0]:  # every label once, whichever panel drew it
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            seen.setdefault(lab, h)
+    # The series first, then the notes (flagged points, reference data).
+    labels = sorted(seen, key=lambda lab: lab.startswith(("run too short", "reference:")))
+    handles = [seen[lab] for lab in labels]
     if not handles:
         return
     if len(axs[0]) == 1:
-        axs[0][0].legend(title=title, frameon=False, loc="best")
+        axs[0][0].legend(handles, labels, title=title, frameon=False, loc="best")
     else:
         fig.legend(handles, labels, title=title, frameon=False, loc="lower center", bbox_to_anchor=(0.5, 1.0),
                    ncol=min(len(labels), 6), title_fontsize=8)
@@ -319,6 +331,9 @@ def sweep_figure(points: pd.DataFrame, spec: dict, base: Path, title: str | None
     colors = _colors(len(series_vals))
     xs_all, cats, xlabel = _x_values(points, spec["x"])
     logx = spec.get("xscale") == "log"
+    ref_paths = spec.get("reference") or []
+    references = [read_reference(r, spec["x"], y) for r in ([ref_paths] if isinstance(ref_paths, (str, Path)) else ref_paths)]
+    flagged = False
     for ax, pv in zip(axs[0], panel_vals):
         sub_mask = np.ones(len(points), bool) if pv is None else (points[panels] == pv).to_numpy()
         for k, sv in enumerate(series_vals):
@@ -361,6 +376,20 @@ def sweep_figure(points: pd.DataFrame, spec: dict, base: Path, title: str | None
                 lw=0 if cats is not None else 1.4,  # categories are not a continuum: no connecting lines
                 capsize=2.5, elinewidth=0.9, color=colors[k], label=str(sv) if sv is not None else None,
             )
+            if "short_run" in points:
+                short = points["short_run"].fillna(False).to_numpy(dtype=bool)[m][order]
+                if short.any():
+                    ax.plot(xd[short], ys[short], ls="none", marker="o", ms=11, mfc="none", mec="tab:red", mew=1.1, zorder=3,
+                            label="run too short (docs/metrics.md)" if not flagged else None)
+                    flagged = True
+        for j, (ref, citation) in enumerate(references):
+            if pv is not None and panels in ref:
+                ref = ref[ref[panels].astype(str) == str(pv)]
+            rx, rcats, _ = _x_values(ref, spec["x"]) if len(ref) else (np.array([]), None, "")
+            if cats is not None and rcats is not None:  # the reference's categories placed on the figure's
+                rx = np.asarray([cats.index(c) if c in cats else np.nan for c in (rcats[int(i)] for i in rx)], dtype=float)
+            ax.plot(rx, ref[y].to_numpy(dtype=float), ls="none", marker="DsP^"[j % 4], ms=5.5, mfc="none", mec="black", mew=1.1,
+                    zorder=4, label=citation)
         if logx:
             ax.set_xscale("log")
         if cats is not None:
@@ -386,10 +415,63 @@ def sweep_figure(points: pd.DataFrame, spec: dict, base: Path, title: str | None
         for ax in axs[0]:
             ax.autoscale_view()
             _plain_log_ticks(ax.yaxis)
-    if series_vals != [None]:
-        _legend(fig, axs, _PARAM_LABELS.get(series, series))
+    if series_vals != [None] or references or flagged:
+        _legend(fig, axs, _PARAM_LABELS.get(series, series) if series_vals != [None] else None)
     if title or spec.get("title"):
         fig.suptitle(spec.get("title", title), fontsize=10)
+    fig.tight_layout()
+    return _save(fig, base)
+
+
+def read_reference(path: str | Path, x: str, y: str) -> tuple[pd.DataFrame, str]:
+    """Reference data a user supplies to draw beside the simulated points: a
+    CSV with a column named like the figure's x axis and one like its metric
+    (more rows, other columns such as a panel's parameter, are fine), and its
+    citation in a ``citation`` column or a ``# citation: ...`` first line.
+    Returns the rows and the citation (the legend entry)."""
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as e:
+        raise ValueError(f"reference {path}: cannot read it ({e.strerror or e})") from None
+    citation = ""
+    lines = text.splitlines()
+    while lines and lines[0].startswith("#"):
+        head = lines.pop(0).lstrip("#").strip()
+        if head.lower().startswith("citation:"):
+            citation = head.split(":", 1)[1].strip()
+    ref = pd.read_csv(io.StringIO("\n".join(lines)))
+    missing = [c for c in (x, y) if c not in ref.columns]
+    if missing:
+        raise ValueError(f"reference {path}: no column {', '.join(repr(c) for c in missing)} (has {', '.join(ref.columns)})")
+    if "citation" in ref.columns and ref.citation.notna().any():
+        citation = str(ref.citation.dropna().iloc[0])
+    return ref, (f"reference: {citation}" if citation else f"reference: {p.name}")
+
+
+def throughput_delay_figure(groups: dict[str, pd.DataFrame], base: Path, x: str = "mean_srtt_l4",
+                            y: str = "aggregate_throughput_mbps") -> list[Path]:
+    """Throughput against delay across experiments (Pantheon's summary): each
+    run a faint dot, each experiment's mean over its runs a large marker;
+    the delay axis runs right to left, so better is up and to the right."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(5.6, 4.0))
+    colors = _colors(len(groups))
+    for k, (name, runs) in enumerate(groups.items()):
+        if x not in runs or y not in runs:
+            continue
+        xs, ys = runs[x].to_numpy(dtype=float), runs[y].to_numpy(dtype=float)
+        ok = ~(np.isnan(xs) | np.isnan(ys))
+        if not ok.any():
+            continue
+        ax.plot(xs[ok], ys[ok], ls="none", marker=".", ms=4, alpha=0.35, color=colors[k], zorder=1)
+        ax.plot([xs[ok].mean()], [ys[ok].mean()], ls="none", marker=_MARKERS[k % len(_MARKERS)], ms=9, color=colors[k],
+                label=name, zorder=2)
+    ax.invert_xaxis()
+    ax.set_xlabel(metric_label(x) + " (better \u2192)")
+    ax.set_ylabel(metric_label(y))
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(frameon=False, loc="best", fontsize=8)
     fig.tight_layout()
     return _save(fig, base)
 

@@ -5,6 +5,8 @@
                                       (and, for runs with web traffic, FCT figures and tables)
     REPORT/<experiment>/*.png|pdf     figures (PNG shown, PDF linked for papers)
     REPORT/<experiment>/points.csv    every metric per grid point: mean, 95 % CI, n
+    REPORT/thumbs/<experiment>.png    small copy of the experiment's first figure (index)
+    REPORT/compare/index.html         several experiments in one figure (``--compare``)
 
 Figures are drawn from the database and the Parquet time series, never from
 the engine: a report can be rebuilt at any time without rerunning anything.
@@ -32,10 +34,12 @@ from .figures import (
     run_fct_figure,
     short_label,
     run_timeseries_figure,
+    read_reference,
     stability_figure,
     sweep_figure,
+    throughput_delay_figure,
 )
-from ..results.metrics import web_metrics
+from ..results.metrics import SHORT_RUN_EPOCHS, web_metrics
 from .format import cell, pm, slug
 from ..results.store import Results, load
 
@@ -57,22 +61,32 @@ figure img{max-width:100%;border:1px solid #eee}figcaption{font-size:.85em;color
 pre{background:#f7f7f7;padding:.8em;overflow-x:auto;font-size:.82em}
 details{margin:.4em 0}summary{cursor:pointer}
 .broken{outline:3px solid #c62828}
+td.kn{white-space:nowrap}img.thumb{width:240px;max-width:100%;border:1px solid #eee;margin-top:.3em}
 """
 
 _SCRIPT = """
 window.addEventListener('load', function () {
-  var imgs = document.querySelectorAll('img'), ok = 0;
+  var imgs = document.querySelectorAll('img');
+  function count() {
+    var ok = 0;
+    imgs.forEach(function (img) { if (img.complete && img.naturalWidth > 0) { ok++; } });
+    document.body.setAttribute('data-images-loaded', ok + '/' + imgs.length);
+  }
+  function broken(img) {
+    img.classList.add('broken');
+    var note = document.createElement('p');
+    note.className = 'err';
+    note.textContent = 'figure file missing: ' + img.getAttribute('src');
+    img.parentNode.insertBefore(note, img.nextSibling);
+  }
   imgs.forEach(function (img) {
-    if (img.complete && img.naturalWidth > 0) { ok++; }
-    else {
-      img.classList.add('broken');
-      var note = document.createElement('p');
-      note.className = 'err';
-      note.textContent = 'figure file missing: ' + img.getAttribute('src');
-      img.parentNode.insertBefore(note, img.nextSibling);
-    }
+    if (img.complete && img.naturalWidth > 0) { return; }
+    if (img.complete) { broken(img); return; }
+    // A lazy image not fetched yet: judged when it is (scrolled near).
+    img.addEventListener('load', count);
+    img.addEventListener('error', function () { broken(img); count(); });
   });
-  document.body.setAttribute('data-images-loaded', ok + '/' + imgs.length);
+  count();
 });
 """
 
@@ -116,12 +130,14 @@ def experiment_shape(res: Results, run_ids) -> dict[str, Any]:
     }
 
 
-def _figure_html(files: list[Path], rel_to: Path, caption: str, cls: str = "") -> str:
+def _figure_html(files: list[Path], rel_to: Path, caption: str, cls: str = "", loading: str = "lazy") -> str:
+    """A figure (PNG shown, vector linked); images load lazily (long pages
+    hold hundreds of run figures) unless `loading` is "eager"."""
     png = files[0]
     rel = png.relative_to(rel_to).as_posix()
     vec = files[1].relative_to(rel_to).as_posix() if len(files) > 1 else rel
     kind = files[1].suffix[1:].upper() if len(files) > 1 else "PNG"
-    return (f"<figure{' class=' + cls if cls else ''}><a href=\"{html.escape(vec)}\"><img src=\"{html.escape(rel)}\" alt=\"{html.escape(caption)}\" loading=\"eager\"></a>"
+    return (f"<figure{' class=' + cls if cls else ''}><a href=\"{html.escape(vec)}\"><img src=\"{html.escape(rel)}\" alt=\"{html.escape(caption)}\" loading=\"{loading}\"></a>"
             f"<figcaption>{html.escape(caption)} <a href=\"{html.escape(vec)}\">{kind}</a></figcaption></figure>")
 
 
@@ -135,11 +151,15 @@ def _buffer_packets(engine: dict) -> float | None:
 
 
 def write_report(directory: str | Path, out: str | Path | None = None, per_run: str = "first",
-                 progress: Callable[[str], None] | None = None, experiments: list[str] | None = None) -> Path:
+                 progress: Callable[[str], None] | None = None, experiments: list[str] | None = None,
+                 compare: list[str] | None = None, references: list[str | Path] | None = None) -> Path:
     """Writes the HTML report of a results directory; returns the index page.
 
     `per_run`: "first" draws the run figures of the first repetition of each
-    grid point, "all" of every run, "none" of none.
+    grid point, "all" of every run, "none" of none. `compare`: experiments
+    (ids or names) drawn together on a comparison page (``compare.html``).
+    `references`: CSV files of reference data drawn in every sweep figure
+    whose x and metric they have (docs/scenario.md, "Reference data").
     """
     res = load(directory)
     out_dir = Path(out) if out else Path(directory) / "report"
@@ -151,21 +171,34 @@ def write_report(directory: str | Path, out: str | Path | None = None, per_run: 
         exps = exps[exps.experiment_id.isin(experiments) | exps.name.isin(experiments)]
     for _, exp in exps.iterrows():
         say(f"figures for {exp.experiment_id}")
-        page = _experiment_page(res, exp, out_dir, per_run, say)
+        info: dict[str, Any] = {}
+        page = _experiment_page(res, exp, out_dir, per_run, say, info, [Path(r) for r in references or []], Path(directory))
         runs = res.runs[res.runs.experiment_id == exp.experiment_id]
         counts = runs.status.value_counts().to_dict()
-        rows.append((exp, page, counts))
+        rows.append((exp, page, counts, info))
     body = [f"<h1>ccarena results</h1><p class=\"muted\">{html.escape(str(Path(directory)))} &middot; report written "
             f"{datetime.now().strftime('%Y-%m-%d %H:%M')} by ccarena {html.escape(__version__)}</p>"]
+    if compare:
+        say("comparison page")
+        cmp_page = _compare_page(res, [res.experiment_id(c) for c in compare], out_dir)
+        body.append(f"<p><a href=\"{html.escape(cmp_page.relative_to(out_dir).as_posix())}\">Comparison of "
+                    f"{html.escape(', '.join(compare))}</a></p>")
     if not rows:
         body.append("<p>No experiments in this results directory yet.</p>")
     else:
-        body.append("<table><tr><th class=l>experiment</th><th class=l>what it shows</th><th>runs ok</th><th>failed</th><th>skipped</th><th>pending</th></tr>")
-        for exp, page, counts in rows:
+        body.append("<table><tr><th class=l>experiment</th><th class=l>what it shows</th><th class=l>key numbers</th>"
+                    "<th>runs ok</th><th>failed</th><th>skipped</th><th>pending</th></tr>")
+        for exp, page, counts, info in rows:
             label = exp.experiment_id
+            href = html.escape(page.relative_to(out_dir).as_posix())
+            thumb = info.get("thumb")
+            thumb_html = (f"<br><a href=\"{href}\"><img class=thumb src=\"{html.escape(thumb.relative_to(out_dir).as_posix())}\" "
+                          f"alt=\"main figure of {html.escape(label)}\" loading=\"lazy\"></a>") if thumb else ""
             body.append(
-                f"<tr><td class=l><a href=\"{html.escape(page.relative_to(out_dir).as_posix())}\">{html.escape(label)}</a></td>"
-                f"<td class=l>{html.escape(exp.description)}{' <span class=muted>(' + html.escape(_short_notes(exp)) + ')</span>' if _short_notes(exp) else ''}</td>"
+                f"<tr><td class=l><a href=\"{href}\">{html.escape(label)}</a>{thumb_html}</td>"
+                f"<td class=l>{html.escape(exp.description)}{' <span class=muted>(' + html.escape(_short_notes(exp)) + ')</span>' if _short_notes(exp) else ''}"
+                f"<br><span class=muted>{_provenance(exp)}</span></td>"
+                f"<td class=\"l kn\">{'<br>'.join(info.get('key', [])) or '-'}</td>"
                 f"<td>{counts.get('ok', 0)}</td><td>{counts.get('error', 0)}</td><td>{counts.get('skipped', 0)}</td><td>{counts.get('pending', 0)}</td></tr>"
             )
         body.append("</table>")
@@ -174,12 +207,116 @@ def write_report(directory: str | Path, out: str | Path | None = None, per_run: 
     return index
 
 
+def _with_references(spec: dict, extra: list[Path], results_dir: Path | None) -> dict:
+    """The sweep figure's spec with its reference files as paths that exist
+    (relative ones: from the working directory, else from the results
+    directory), plus those of `extra` that have its x and metric."""
+    refs = []
+    own = spec.get("reference")
+    if own:
+        p = Path(own)
+        if not p.is_absolute() and not p.exists() and results_dir is not None and (results_dir / p).exists():
+            p = results_dir / p
+        refs.append(p)
+    for p in extra:
+        try:
+            read_reference(p, spec["x"], spec.get("y", "jain_index"))
+        except ValueError:
+            continue  # drawn only where it fits
+        refs.append(p)
+    return {**spec, "reference": refs} if refs else spec
+
+
+def _compare_page(res: Results, ids: list[str], out_dir: Path) -> Path:
+    """One page drawing several experiments together: each key metric both
+    have against their shared first axis (one line per experiment), and
+    throughput against delay of every run (Pantheon's summary)."""
+    d = out_dir / "compare"
+    d.mkdir(parents=True, exist_ok=True)
+    frames, groups, axes_of = [], {}, {}
+    for eid in ids:
+        ok = res.runs[(res.runs.experiment_id == eid) & (res.runs.status == "ok")]
+        groups[eid] = ok
+        axes_of[eid] = res.param_names(eid)
+        if len(ok):
+            frames.append(res.points(eid).assign(experiment=eid))
+    body = [f"<p><a href=\"../index.html\">&larr; all experiments</a></p><h1>Comparison</h1>"
+            f"<p>{html.escape(', '.join(ids))}</p>"]
+    firsts = {a[0] for a in axes_of.values() if a}
+    if frames and len(firsts) == 1 and all(axes_of.values()):
+        x = firsts.pop()
+        pts = pd.concat(frames, ignore_index=True)
+        shape = experiment_shape(res, pd.concat(groups.values()).run_id)
+        for m in key_metrics(shape["n_flows"], shape["n_groups"], shape["web"], shape["udp"]):
+            if m not in pts or not pts[m].notna().any():
+                continue
+            try:
+                files = sweep_figure(pts, {"x": x, "y": m, "series": "experiment"}, d / slug(f"{m}-vs-{x}"))
+            except KeyError:
+                continue
+            body.append(_figure_html(files, d, f"{metric_label(m)} against {x}, one line per experiment; mean and 95 % CI over repetitions.", "half"))
+    else:
+        body.append("<p class=muted>The experiments do not share their first swept parameter: no metric-against-parameter figures.</p>")
+    files = throughput_delay_figure(groups, d / "throughput-delay")
+    body.append(_figure_html(files, d, "Throughput against delay: each run a dot, each experiment's mean a large marker "
+                             "(aggregate throughput of the flows under study against their mean sRTT; better is up and right)."))
+    page = d / "index.html"
+    page.write_text(_page("ccarena comparison", "\n".join(body)))
+    return page
+
+
+def _provenance(exp) -> str:
+    """Where the experiment's results come from: date, host, engine build, command line (HTML)."""
+    parts = []
+    if isinstance(exp.get("updated_at"), (datetime, pd.Timestamp)) and not pd.isna(exp.get("updated_at")):
+        parts.append(pd.Timestamp(exp["updated_at"]).strftime("%Y-%m-%d %H:%M"))
+    if exp.get("host"):
+        parts.append("on " + html.escape(str(exp["host"])))
+    if exp.get("build"):
+        parts.append("build <code>" + html.escape(str(exp["build"])) + "</code>")
+    if exp.get("command"):
+        parts.append("<code>" + html.escape(str(exp["command"])) + "</code>")
+    return " &middot; ".join(parts)
+
+
+def _key_numbers(points: pd.DataFrame, metrics: list[str], limit: int = 3) -> list[str]:
+    """The first few key metrics over the grid points: the value, or the range of the point means (HTML)."""
+    out = []
+    for m in metrics:
+        if m not in points or not points[m].notna().any():
+            continue
+        v = points[m].dropna()
+        val = cell(v.iloc[0]) if len(v) == 1 else f"{cell(v.min())} &ndash; {cell(v.max())}"
+        out.append(f"{html.escape(short_label(m))} {val}")
+        if len(out) == limit:
+            break
+    return out
+
+
+def _thumbnail(png: Path, out: Path, width: int = 240) -> Path | None:
+    """A small copy of a figure for the index (None if it cannot be read)."""
+    try:
+        # Pillow comes with matplotlib; imported here so the report module loads without drawing.
+        from PIL import Image
+
+        with Image.open(png) as im:
+            im.thumbnail((width, width * 2))
+            im.save(out, optimize=True)
+        return out
+    except (OSError, ImportError):
+        return None
+
+
 def _short_notes(exp) -> str:
     req = json.loads(exp.requires or "[]")
     return ("needs " + ", ".join(req)) if req else ""
 
 
-def _experiment_page(res: Results, exp, out_dir: Path, per_run: str, say) -> Path:
+def _experiment_page(res: Results, exp, out_dir: Path, per_run: str, say, info: dict | None = None,
+                     references: list[Path] | None = None, results_dir: Path | None = None) -> Path:
+    """Writes the experiment's page; fills `info` with what the index shows of
+    it ("thumb": a small PNG of its first figure, "key": its key numbers)."""
+    info = {} if info is None else info
     eid = exp.experiment_id
     d = out_dir / slug(eid)
     d.mkdir(parents=True, exist_ok=True)
@@ -208,7 +345,9 @@ def _experiment_page(res: Results, exp, out_dir: Path, per_run: str, say) -> Pat
         body.append(f"<div class=warn>{html.escape(exp.notes)}</div>")
     if exp.variant == "quick":
         body.append("<div class=warn><b>Quick mode:</b> shorter runs and fewer repetitions than the full set-up, so the "
-                    f"confidence intervals are wider. The full set-up: <code>ccarena reproduce {html.escape(exp['name'])} --full</code>.</div>")
+                    "confidence intervals are wider, and where a run is too short for the flows to reach their operating "
+                    "point the values themselves differ (the points flagged below). "
+                    f"The full set-up: <code>ccarena reproduce {html.escape(exp['name'])} --full</code>.</div>")
     counts = runs.status.value_counts().to_dict()
     body.append("<p>" + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())) + f" of {len(runs)} runs"
                 + (f"; {len(points)} grid points" if len(points) else "") + ".</p>")
@@ -222,6 +361,16 @@ def _experiment_page(res: Results, exp, out_dir: Path, per_run: str, say) -> Pat
         items = "".join(f"<li><code>{html.escape(r.run_id)}</code> {html.escape(str({a['name']: json.loads(r.params).get(a['name']) for a in axes}))}: {html.escape(str(r.error))}</li>" for _, r in failed.head(20).iterrows())
         body.append(f"<div class=err><b>{len(failed)} runs failed</b> (rerun the sweep to retry them):<ul>{items}</ul></div>")
 
+    if len(points) and "short_run" in points and points.short_run.fillna(False).astype(bool).any():
+        names_ = [a["name"] for a in axes]
+        flagged = points[points.short_run.fillna(False).astype(bool)]
+        which = "; ".join(", ".join(f"{n} = {p[n]}" for n in names_) or "the single point" for _, p in flagged.iterrows())
+        body.append(f"<div class=warn><b>Runs too short for the physics at {len(flagged)} of {len(points)} points</b> "
+                    f"(&dagger; in the table, red rings in the figures): a loss-based flow under study saw fewer than "
+                    f"{SHORT_RUN_EPOCHS} congestion epochs (loss events) after warm-up, so its mean is not that of its "
+                    f"steady state and a longer run may give another value, not only a narrower interval "
+                    f"(docs/metrics.md, &ldquo;Runs too short&rdquo;): {html.escape(which)}.</div>")
+
     # ---- experiment figures
     if len(points) and specs:
         body.append("<h2>Figures</h2>")
@@ -233,12 +382,21 @@ def _experiment_page(res: Results, exp, out_dir: Path, per_run: str, say) -> Pat
                 if spec.get("kind", "sweep") == "stability":
                     files = stability_figure(points, spec, base, interval)
                 else:
+                    spec = _with_references(spec, references or [], results_dir)
                     files = sweep_figure(points, spec, base, runs=ok)
             except KeyError as e:
                 body.append(f"<p class=err>figure {html.escape(name)}: no column {html.escape(str(e))} in the results</p>")
                 continue
+            except ValueError as e:  # a reference file that cannot be read or lacks the figure's columns
+                body.append(f"<p class=err>figure {html.escape(name)}: {html.escape(str(e))}</p>")
+                continue
             cap = (spec["caption"].rstrip(".") + "; " + _stat_note(spec, points)) if spec.get("caption") else _default_caption(spec, points)
-            body.append(_figure_html(files, d, cap, "half"))
+            body.append(_figure_html(files, d, cap, "half", loading="eager"))
+            if "thumb" not in info:
+                (out_dir / "thumbs").mkdir(exist_ok=True)
+                thumb = _thumbnail(files[0], out_dir / "thumbs" / f"{slug(eid)}.png")
+                if thumb is not None:
+                    info["thumb"] = thumb
 
     # ---- metrics table
     if len(points):
@@ -252,10 +410,12 @@ def _experiment_page(res: Results, exp, out_dir: Path, per_run: str, say) -> Pat
                     "(Student's t), to the digits it supports; [low, high] where the interval meets the metric's bound "
                     "(e.g. Jain's index at 1). Every metric of every grid point: <a href=\"points.csv\">points.csv</a>; "
                     "definitions in docs/metrics.md.</p>")
+        info["key"] = _key_numbers(points, km)
         head = "".join(f"<th class=l>{html.escape(n)}</th>" for n in names) + "<th>n</th>" + "".join(f"<th title=\"{html.escape(m)}\">{html.escape(short_label(m))}</th>" for m in km)
         trs = []
         for _, p in points.iterrows():
-            cells = "".join(f"<td class=l>{cell(p.get(n))}</td>" for n in names) + f"<td>{int(p.n)}</td>"
+            dagger = " &dagger;" if p.get("short_run", False) == True else ""  # noqa: E712 (NaN where the metric is missing)
+            cells = "".join(f"<td class=l>{cell(p.get(n))}</td>" for n in names) + f"<td>{int(p.n)}{dagger}</td>"
             for m in km:
                 mu, ci = p.get(m, float('nan')), p.get(f"{m}_ci95", float('nan'))
                 cells += f"<td>{pm(mu, ci, sign=' &plusmn; ', low=p.get(f'{m}_low'), high=p.get(f'{m}_high'))}</td>"
@@ -306,7 +466,7 @@ def _experiment_page(res: Results, exp, out_dir: Path, per_run: str, say) -> Pat
             ftab = "".join(
                 f"<tr{' class=muted' if f.get('background', False) else ''}><td>{i}</td><td class=l>{html.escape(str(f.label))}"
                 f"{' (reverse)' if f.get('direction', 'forward') == 'reverse' else ''}</td><td>{f.rtt_ms:.4g}</td><td>{f.start_s:.3g}</td><td>{f.throughput_mbps:.2f}</td>"
-                f"<td>{cell(f.mean_cwnd)}</td><td>{cell(f.mean_srtt_ms)}</td><td>{int(f.retransmissions)}</td><td>{int(f.rtos)}</td></tr>"
+                f"<td>{cell(f.get('mean_cwnd_l4', f.get('mean_cwnd')))}</td><td>{cell(f.get('mean_srtt_l4', f.get('mean_srtt_ms')))}</td><td>{int(f.retransmissions)}</td><td>{int(f.rtos)}</td></tr>"
                 for i, f in fl.iterrows()
             )
             bg_note = "" if len(studied) == len(fl) else (

@@ -28,6 +28,7 @@ import math
 from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
+import pandas as pd
 
 if TYPE_CHECKING:  # pragma: no cover
     from .result import RunResult
@@ -66,6 +67,9 @@ __all__ = [
     "COV_TIMESCALES_S",
     "METRIC_INFO",
     "CONDITIONAL_METRICS",
+    "FLOW_COLUMN_TWINS",
+    "SHORT_RUN_EPOCHS",
+    "congestion_epochs",
 ]
 
 # Time scales (seconds) at which the stability metric cov_throughput_<T>s_l7 is computed.
@@ -403,6 +407,8 @@ METRIC_INFO: dict[str, tuple[str, str]] = {
     "mean_utilization_bw_l7": ("", "mean throughput / link rate"),
     "mean_utilization_bdp_l4": ("", "mean in-flight / BDP"),
     "flow_completion_time_l7": ("s", "SYN to last byte acknowledged"),
+    "congestion_epochs_l4": ("", "loss events (slow-start threshold changes) in the window"),
+    "min_congestion_epochs": ("", "fewest congestion epochs of a loss-based flow under study"),
     "mean_agg_throughput_l7": ("Mbps", "mean over samples of the summed throughput"),
     "mean_jains_fairness_throughput_l7": ("", "mean over samples of Jain's index"),
     "mean_entropy_fairness_throughput_l7": ("", "mean over samples of the normalised entropy of shares"),
@@ -423,6 +429,16 @@ METRIC_INFO: dict[str, tuple[str, str]] = {
 for _t in COV_TIMESCALES_S:
     METRIC_INFO[f"cov_throughput_{_t:g}s_l7"] = ("", f"CoV of throughput averaged over {_t:g} s")
 
+#: Columns of a run's flow table (``RunResult.flows``, the SQL ``flows`` table)
+#: that are the same numbers as a flow metric: ``ccarena.load(...).flows``
+#: shows each under the metric's name only (docs/metrics.md, "One name per metric").
+FLOW_COLUMN_TWINS: dict[str, str] = {
+    "mean_cwnd": "mean_cwnd_l4",
+    "mean_srtt_ms": "mean_srtt_l4",
+    "window_retransmissions": "total_retransmissions_l4",
+    "window_rtos": "total_rtos_l4",
+}
+
 #: Run metrics that only runs with that kind of traffic have.
 CONDITIONAL_METRICS: dict[str, tuple[str, ...]] = {
     "background": ("background_throughput_mbps",),
@@ -430,6 +446,33 @@ CONDITIONAL_METRICS: dict[str, tuple[str, ...]] = {
     "web": ("web_flows", "web_completed", "mean_fct_s", "median_fct_s", "p95_fct_s", "median_fct_slowdown", "p95_fct_slowdown"),
     "udp": ("udp_throughput_mbps", "udp_loss_rate"),
 }
+
+
+#: A run is too short for a point (``short_run``) when a flow under study with a
+#: loss-based algorithm sees fewer congestion epochs than this after warm-up (docs/metrics.md).
+SHORT_RUN_EPOCHS = 4
+# Algorithms whose operating point is not a loss cycle (model- or delay-based): no epoch count.
+_NOT_LOSS_BASED = ("bbr", "vegas")
+
+
+def congestion_epochs(samples: Any, start_s: float, end_s: float) -> float:
+    """Loss events of one flow in (start_s, end_s]: the changes of its slow-start
+    threshold between consecutive samples (each loss recovery or timeout sets a
+    new one; two inside one sample interval count once, so this errs low).
+    nan when no sample falls in the window."""
+    t = samples.t_s.to_numpy(dtype=float)
+    inside = (t > start_s) & (t <= end_s)
+    if not inside.any():
+        return float("nan")
+    # "No threshold yet" (NA, or Linux's infinity in older frames) is a value like any other: leaving it is an epoch.
+    s = pd.to_numeric(samples.ssthresh, errors="coerce").astype("Float64").fillna(-1).to_numpy(dtype=float)
+    first = int(np.argmax(inside))
+    seq = s[max(first - 1, 0): first + int(inside.sum())]
+    return float(np.count_nonzero(np.diff(seq)))
+
+
+def _loss_based(cca: str) -> bool:
+    return not str(cca).lower().startswith(_NOT_LOSS_BASED)
 
 
 def _window(ts, f) -> Any:
@@ -469,6 +512,7 @@ def flow_metrics(result: "RunResult") -> list[dict[str, float]]:
             "mean_utilization_bw_l7": utilization_bw(thr, rate),
             "mean_utilization_bdp_l4": utilization_bdp(w.in_flight.to_numpy(), rate, f.rtt_ms * 1e6, int(f.mss)),
             "flow_completion_time_l7": float(f.fct_s),
+            "congestion_epochs_l4": congestion_epochs(ts[ts.flow == i], f.window_start_s, f.window_end_s),
         }
         for t in COV_TIMESCALES_S:
             m[f"cov_throughput_{t:g}s_l7"] = cov_at_timescale(thr, interval_s, t)
@@ -526,6 +570,11 @@ def run_metrics(result: "RunResult", flows: list[dict[str, float]] | None = None
         out[name] = float(sum(vals)) if vals else float("nan")
     for name in ("mean_srtt_l4", "mean_est_qdelay_l4", "mean_cwnd_l4", "cov_throughput_l7", *[f"cov_throughput_{t:g}s_l7" for t in COV_TIMESCALES_S]):
         out[name] = mean([f[name] for f in chosen if not math.isnan(f[name])])
+    # The flows whose operating point is a loss cycle: long-lived, loss-based, under study.
+    cycling = [f["congestion_epochs_l4"] for f, (_, row) in zip(flows, fl_all.iterrows())
+               if not row.background and _loss_based(row.cca) and not (row.size_bytes == row.size_bytes and row.size_bytes)
+               and not math.isnan(f["congestion_epochs_l4"])]
+    out["min_congestion_epochs"] = float(min(cycling)) if cycling else float("nan")
     if not studied.all():
         out["background_throughput_mbps"] = float(fl_all.throughput_mbps[~studied].sum())
 

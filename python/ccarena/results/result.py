@@ -26,6 +26,25 @@ from .record import RunRecord, normalise
 __all__ = ["RunResult", "load_result"]
 
 _CA_STATES = ["open", "disorder", "cwr", "recovery", "loss"]
+# Linux's "no threshold yet" (TCP_INFINITE_SSTHRESH, 0x7fffffff): NA in the frames, not a number.
+INFINITE_SSTHRESH = 2147483647
+# Column -> dtype of the time series, so a run without flows still has typed columns.
+_TIMESERIES_DTYPES = {
+    "t_s": "float64", "flow": "int32", "cwnd": "int64", "ssthresh": "Int64", "in_flight": "int64",
+    "srtt_ms": "float64", "min_rtt_ms": "float64", "throughput_mbps": "float64", "delivery_rate_mbps": "float64",
+    "delivered_bytes": "int64", "retransmissions": "int64", "ca_state": pd.CategoricalDtype(_CA_STATES),
+    "pacing_rate_mbps": "float64",
+}
+
+
+def _ssthresh(values: Any) -> pd.arrays.IntegerArray:
+    """The slow-start thresholds as nullable integers, infinity as NA."""
+    a = np.asarray(values, dtype=np.int64)
+    return pd.arrays.IntegerArray(a, a >= INFINITE_SSTHRESH)
+
+
+def _empty_timeseries() -> pd.DataFrame:
+    return pd.DataFrame({c: pd.Series(dtype=t) for c, t in _TIMESERIES_DTYPES.items()})
 
 
 @dataclass
@@ -105,7 +124,7 @@ class RunResult:
                         "t_s": np.asarray(s["t_ns"], dtype=float) / 1e9,
                         "flow": np.full(n, i, dtype=np.int32),
                         "cwnd": np.asarray(s["cwnd"], dtype=np.int64),
-                        "ssthresh": np.asarray(s["ssthresh"], dtype=np.int64),
+                        "ssthresh": _ssthresh(s["ssthresh"]),
                         "in_flight": np.asarray(s["in_flight"], dtype=np.int64),
                         "srtt_ms": np.asarray(s["srtt_us"], dtype=float) / 1e3,
                         "min_rtt_ms": np.asarray(s["min_rtt_us"], dtype=float) / 1e3,
@@ -119,7 +138,7 @@ class RunResult:
                 )
             )
         if not frames:
-            return pd.DataFrame()
+            return _empty_timeseries()
         return pd.concat(frames, ignore_index=True)
 
     @cached_property

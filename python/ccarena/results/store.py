@@ -43,12 +43,12 @@ import pandas as pd
 
 from ..version import UNKNOWN_BUILD, __version__, build_id
 from ..errors import StoreError, UnknownExperiment, UnknownName
-from .metrics import flow_metrics, mean_ci, mean_interval, metric_bounds, run_metrics
+from .metrics import FLOW_COLUMN_TWINS, SHORT_RUN_EPOCHS, flow_metrics, mean_ci, mean_interval, metric_bounds, run_metrics
 from .result import RunResult
 from ..scenario.document import dump_toml
 from ..scenario.flows import flow_groups_of
 from ..scenario.model import Meta, Scenario
-from ..scenario.units import numeric
+from ..scenario.units import numeric, unit_of
 
 __all__ = ["Store", "Results", "load", "StoreError", "analyse", "DB_NAME", "SCHEMA_VERSION"]
 
@@ -177,6 +177,11 @@ def _with_run_id(df: pd.DataFrame, rid: str) -> pd.DataFrame:
 
 def _json(v: Any) -> str:
     return json.dumps(v, sort_keys=True, default=str)
+
+
+def _param_text(v: Any) -> str:
+    """A parameter's value as SQL text: strings as written ("40ms", not "\"40ms\""), others as JSON."""
+    return v if isinstance(v, str) else _json(v)
 
 
 def _num(v: Any) -> float | None:
@@ -387,7 +392,7 @@ class Store:
             )
             if len(er):
                 self._insert_df("experiment_runs", er, replace=True)
-            rows = [(experiment_id, s.run_id, k, _json(v), _num(v)) for s in specs for k, v in s.params.items()]
+            rows = [(experiment_id, s.run_id, k, _param_text(v), _num(v)) for s in specs for k, v in s.params.items()]
             if rows:
                 self._insert_df("params", pd.DataFrame(rows, columns=["experiment_id", "run_id", "name", "value", "value_num"]))
 
@@ -439,12 +444,32 @@ class Store:
             )
             self._insert_df("flows", fdf)
             self._insert_df("metrics", mdf)
+            self._refresh_wide_view(rm)
             if len(sdf):
                 self._insert_df("short_flows", sdf)
             if len(udf):
                 self._insert_df("udp", udf)
 
         self._transaction(tx)
+
+    def _refresh_wide_view(self, names: Iterable[str]) -> None:
+        """(Re)creates the view ``run_metrics_wide`` (one row per run, one
+        column per run-level metric) when `names` has metrics it lacks. DuckDB
+        views cannot pivot on names found in the data, so the view lists them."""
+        known = getattr(self, "_wide_names", None)
+        if known is None:
+            known = set()
+            if self.has_table("run_metrics_wide"):
+                known = {r[0] for r in self.con.execute(
+                    "SELECT column_name FROM information_schema.columns WHERE table_name = 'run_metrics_wide'").fetchall()}
+        if set(names) <= known:
+            self._wide_names = known
+            return
+        all_names = [r[0] for r in self.con.execute("SELECT DISTINCT name FROM metrics WHERE flow IS NULL ORDER BY name").fetchall()]
+        cols = ", ".join(f"max(value) FILTER (WHERE name = '{n}') AS \"{n}\"" for n in all_names if "'" not in n and '"' not in n)
+        self.con.execute(f"CREATE OR REPLACE VIEW run_metrics_wide AS SELECT run_id{', ' + cols if cols else ''} "
+                         "FROM metrics WHERE flow IS NULL GROUP BY run_id")
+        self._wide_names = {"run_id", *all_names}
 
     def store_failure(self, spec, error: str, wall_time_s: float) -> None:
         """Records a run that crashed, with its error (it will be retried by the next sweep)."""
@@ -581,6 +606,26 @@ def _finite(v: Any) -> float | None:
     return f if math.isfinite(f) else None
 
 
+def _typed_empty(dtypes: dict[str, str]) -> pd.DataFrame:
+    """An empty frame with these columns and dtypes (so code that filters or sums it works)."""
+    return pd.DataFrame({c: pd.Series(dtype=t) for c, t in dtypes.items()})
+
+
+def _typed_params(values: pd.DataFrame) -> pd.DataFrame:
+    """Numeric twins of the swept parameters: for each parameter whose values
+    all convert to one unit (``40ms`` and ``80ms`` -> ms), a float column named
+    ``<parameter>_<unit>`` (``flows[1].rtt_ms``); plain numbers need none."""
+    out = {}
+    for col in values.columns:
+        vals = [v for v in values[col] if v is not None and not (isinstance(v, float) and math.isnan(v))]
+        units = {unit_of(v) for v in vals}
+        if not vals or len(units) != 1 or "" in units or f"{col}_{next(iter(units))}" in values.columns:
+            continue
+        unit = next(iter(units))
+        out[f"{col}_{unit}"] = [numeric(v) if isinstance(v, str) else math.nan for v in values[col]]
+    return pd.DataFrame(out, index=values.index)
+
+
 @dataclass
 class Results:
     """A results directory as DataFrames (``ccarena.load(DIR)``).
@@ -615,12 +660,13 @@ class Results:
     def reverse_queue(self, run_id: str) -> pd.DataFrame:
         """The reverse bottleneck's samples (empty when the run had none)."""
         p = self.directory / "reverse_queue" / f"{run_id}.parquet"
-        return pd.read_parquet(p) if p.exists() else pd.DataFrame(columns=["t_s", "backlog_packets", "backlog_bytes", "drops", "bytes_out", "rate_mbps"])
+        return pd.read_parquet(p) if p.exists() else _typed_empty(
+            {"t_s": "float64", "backlog_packets": "int64", "backlog_bytes": "int64", "drops": "int64", "bytes_out": "int64", "rate_mbps": "float64"})
 
     def udp_timeseries(self, run_id: str) -> pd.DataFrame:
         """The UDP sinks' samples (empty when the run had no UDP sources)."""
         p = self.directory / "udp_series" / f"{run_id}.parquet"
-        return pd.read_parquet(p) if p.exists() else pd.DataFrame(columns=["t_s", "source", "throughput_mbps"])
+        return pd.read_parquet(p) if p.exists() else _typed_empty({"t_s": "float64", "source": "int64", "throughput_mbps": "float64"})
 
     def short_flows(self, experiment: str | None = None, run_id: str | Iterable[str] | None = None) -> pd.DataFrame:
         """Web flows of one experiment and/or run(s) (``Store.short_flows``)."""
@@ -711,7 +757,11 @@ class Results:
     def points(self, experiment_id: str, metrics: list[str] | None = None, mode: str | None = None) -> pd.DataFrame:
         """Mean, 95 % CI half-width and n of each run-level metric per grid
         point, and the interval cut to the metric's range (``<m>_low``,
-        ``<m>_high``; docs/metrics.md). `experiment_id` may also be the experiment's name, with `mode`
+        ``<m>_high``; docs/metrics.md), each swept parameter as written and
+        its numeric twin with the unit in its name (``rtt_ms``), and
+        ``short_run`` where a repetition was too short for the flows to reach
+        their operating point (docs/metrics.md, "Runs too short").
+        `experiment_id` may also be the experiment's name, with `mode`
         ("quick" or "full") when both are stored; an unknown experiment or
         metric raises ``UnknownName``."""
         experiment_id = self.experiment_id(experiment_id, mode)
@@ -742,8 +792,14 @@ class Results:
                     lmu, lci, _ = mean_ci(np.log(pos))
                     row[f"{m}_gmean"], row[f"{m}_log_ci95"] = float(np.exp(lmu)), lci
             row["n"] = len(g)
+            if "min_congestion_epochs" in g:
+                # Too short for the physics: a loss-based flow of some repetition saw too few loss cycles (docs/metrics.md).
+                row["short_run"] = bool((g.min_congestion_epochs < SHORT_RUN_EPOCHS).any())
             rows.append(row)
-        return pd.DataFrame(rows)
+        df = pd.DataFrame(rows)
+        if not len(df):
+            return pd.DataFrame(columns=["point", *names, "n"])
+        return pd.concat([df, _typed_params(df[names])], axis=1)
 
     @cached_property
     def metric_names(self) -> list[str]:
@@ -779,6 +835,7 @@ def load(directory: str | Path) -> Results:
     er["status"] = [s if s is not None else ("skipped" if sk is not None and not pd.isna(sk) else "pending") for s, sk in zip(status, er.skip_reason)]
     params = pd.DataFrame([json.loads(p) for p in er.params], index=er.index)
     params = params.drop(columns=[c for c in params.columns if c in er.columns])
+    params = pd.concat([params, _typed_params(params)], axis=1)
     runs = pd.concat([er, params], axis=1)  # `params` (JSON) keeps each experiment's values with their types
     if len(metrics):
         run_level = metrics[metrics.flow.isna()].pivot_table(index="run_id", columns="name", values="value", aggfunc="first")
@@ -786,4 +843,6 @@ def load(directory: str | Path) -> Results:
         flow_level = metrics[metrics.flow.notna()].pivot_table(index=["run_id", "flow"], columns="name", values="value", aggfunc="first")
         flow_level = flow_level.drop(columns=[c for c in flow_level.columns if c in flows.columns])
         flows = flows.merge(flow_level, how="left", left_on=["run_id", "flow"], right_index=True)
+        # One name per metric: the flow table's copies of four flow metrics go (the metric's name stays).
+        flows = flows.drop(columns=[old for old, new in FLOW_COLUMN_TWINS.items() if old in flows and new in flows])
     return Results(directory=d, experiments=experiments, runs=runs, flows=flows, metrics=metrics)
