@@ -113,3 +113,13 @@ def test_saved_runs_keep_their_record_compressed_and_old_ones_load(small_scenari
     assert read_record(old) == r.record
     back = ccarena.load_result(old)
     assert back.flows.equals(ccarena.load_result(d).flows)
+
+
+def test_runs_stored_before_their_rows_were_kept_come_from_the_old_database(tmp_path):
+    out = sweep(tmp_path)
+    before = results_json(out)
+    for p in [*(out / "records").glob("*.run.json"), *(out / "experiments").glob("*.json")]:
+        p.unlink()
+    p = cli("results", str(out), "--rebuild", check=True)
+    assert "1 experiments, 4 runs" in p.stderr and "could not be recovered" not in p.stderr
+    assert results_json(out) == before
