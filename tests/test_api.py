@@ -41,7 +41,7 @@ def test_progress_callback_reaches_the_end(small_scenario):
 def test_save_and_load(small_scenario, tmp_path):
     r = ccarena.run(str(small_scenario))
     d = r.save(tmp_path / "out")
-    assert {"result.json", "scenario.toml", "record.json", "timeseries.parquet", "queue.parquet"} <= {p.name for p in d.iterdir()}
+    assert {"result.json", "scenario.toml", "record.json.gz", "timeseries.parquet", "queue.parquet"} <= {p.name for p in d.iterdir()}
     back = ccarena.load_result(d)
     pd.testing.assert_frame_equal(back.flows, r.flows)
     assert pd.read_parquet(d / "timeseries.parquet").shape == r.timeseries.shape

@@ -215,3 +215,21 @@ def test_orphaned_temporary_files_are_removed(tmp_path):
     mine.write_text("in progress")
     Store(tmp_path).close()
     assert not dead.exists() and mine.exists()
+
+
+@pytest.mark.parametrize("buffer, hint", [("10000B", "12000B"), ("4p", "12p")])
+def test_red_defaults_that_do_not_fit_the_buffer_name_the_buffer(buffer, hint):
+    # RED derives its thresholds and tc's burst from the buffer; a buffer too
+    # small for them is the user's choice to change, not a burst never written.
+    doc = _doc()
+    doc["network"] = {**doc["network"], "buffer": buffer, "qdisc": "red"}
+    with pytest.raises(ScenarioError) as e:
+        ccarena.load_scenario(doc)
+    assert e.value.field == "network.buffer" and "burst" not in e.value.field
+    assert f"at least {hint}" in str(e.value) and "network.qdisc.min" in str(e.value)
+    doc["network"]["buffer"] = hint  # the suggestion works
+    ccarena.load_scenario(doc)
+    doc["network"] = {**doc["network"], "buffer": "100p", "qdisc": {"kind": "red", "max": "2p"}}
+    with pytest.raises(ScenarioError) as e:
+        ccarena.load_scenario(doc)
+    assert e.value.field == "network.qdisc.max"

@@ -18,6 +18,7 @@ from ccarena.backends.linux.host import LinuxBackendUnavailable, bpf_ccas, check
 from ccarena.backends.linux.sampling import parse_ss
 from ccarena.backends.linux.topology import parse_netstat
 from ccarena import load_scenario
+from ccarena.results.result import read_record
 from ccarena.scenario import Scenario, ScenarioError
 from conftest import cli
 
@@ -202,7 +203,7 @@ def test_ci_short_run_reno_and_cubic(tmp_path):
         assert fl["throughput_mbps"] > 5
         assert 40 <= fl["mean_srtt_ms"] < 200
         assert fl["segments_sent"] > 10_000
-    rec = json.loads((tmp_path / "res" / "record.json").read_text())
+    rec = read_record(tmp_path / "res")
     # The delay program holds each flow's ACKs for its RTT: min RTT within 1 ms of 40 ms.
     for s in rec["flow_series"]:
         assert 39.5 < s["min_rtt_us"][-1] / 1000 < 41.0, s["min_rtt_us"][-1]
@@ -291,7 +292,7 @@ def test_validate_ci_set(tmp_path):
     assert {r["metric"] for r in table} == {"share0", "ratio", "utilization", "retrans"}
     util = [r for r in table if r["metric"] == "utilization"]
     assert all(r["kernel"] > 0.85 and r["sim"] > 0.85 for r in util)
-    assert (d / "table.md").exists() and (d / "runs" / "reno-50M-40v40ms" / "linux-seed1" / "record.json").exists()
+    assert (d / "table.md").exists() and (d / "runs" / "reno-50M-40v40ms" / "linux-seed1" / "record.json.gz").exists()
 
 
 def test_validate_rejects_unknown_set():

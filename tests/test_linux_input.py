@@ -11,6 +11,7 @@ import time
 import pytest
 
 from ccarena import load_scenario
+from ccarena.results.result import read_record
 from ccarena.backends.linux.backend import MAX_RATE_BPS, check_scenario
 from ccarena.scenario import Scenario, ScenarioError
 from conftest import cli
@@ -131,5 +132,5 @@ def test_forced_rate_is_flagged(tmp_path):
     )
     p = cli("run", str(f), "--backend", "linux", "--out", str(tmp_path / "res"), check=True)
     assert "rate above what this machine carries" in " ".join(p.stdout.split()) and "note:" in p.stderr
-    rec = json.loads((tmp_path / "res" / "record.json").read_text())
+    rec = read_record(tmp_path / "res")
     assert rec["linux"]["rate_above_limit"] is True

@@ -554,13 +554,19 @@ def results(
     as_json: bool = typer.Option(False, "--json", help="Print JSON (experiments, run counts, per-point metrics); same as --format json."),
     fmt: str = typer.Option("table", "--format", "-f", help=FORMAT_HELP + " csv and tsv: one row per grid point, each metric's mean and its _ci95."),
     recompute: bool = typer.Option(False, "--recompute", help="Recompute every metric from the stored raw records first."),
+    rebuild_db: bool = typer.Option(False, "--rebuild", help="Re-create a damaged database from the stored records (the old file is moved aside)."),
 ) -> None:
     """Summarise a results directory: experiments, runs, metrics per grid point."""
-    from .results.store import Store, load  # DuckDB, pandas
+    from .results.store import Store, load, rebuild  # DuckDB, pandas
 
     fmt = _format_option(as_json, fmt)
     if not directory.exists():
         raise UsageError(f"{directory}: no such results directory")
+    if rebuild_db:
+        n = rebuild(directory)
+        moved = f"; the old database is now {n['moved_aside']}" if n["moved_aside"] else ""
+        lost = f"; {n['runs_lost']} runs stored before their rows were kept beside the records could not be recovered (run the sweep again)" if n["runs_lost"] else ""
+        err.print(f"rebuilt the database: {n['experiments']} experiments, {n['runs']} runs from their records{_esc(moved)}{lost}", highlight=False)
     if recompute:
         with Store(directory) as st:
             n = st.recompute_metrics()

@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import html
 import json
+import sys
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable
@@ -41,6 +42,7 @@ from .figures import (
 )
 from ..results.metrics import SHORT_RUN_EPOCHS, web_metrics
 from .format import cell, pm, slug
+from ..errors import StoreError
 from ..results.store import Results, load
 
 __all__ = ["write_report", "key_metrics", "experiment_shape", "slug"]
@@ -436,12 +438,17 @@ def _experiment_page(res: Results, exp, out_dir: Path, per_run: str, say, info: 
             params = ", ".join(f"{a['name']} = {values.get(a['name'])}" for a in axes) or "single run"
             label = f"{params}, seed {r.seed}"
             say(f"  run {r.run_id} ({label})")
+            udp = udp_all[udp_all.run_id == r.run_id].set_index("source") if len(udp_all) else pd.DataFrame()
             try:
                 ts, q = res.timeseries(r.run_id), res.queue(r.run_id)
+                rq = res.reverse_queue(r.run_id)
+                udp_ts = res.udp_timeseries(r.run_id) if len(udp) else None
             except FileNotFoundError:
                 continue
-            rq = res.reverse_queue(r.run_id)
-            udp = udp_all[udp_all.run_id == r.run_id].set_index("source") if len(udp_all) else pd.DataFrame()
+            except StoreError as e:  # one damaged file costs that run's figures, not the report
+                print(f"warning: run {r.run_id}: figures skipped: {e}", file=sys.stderr)
+                body.append(f"<div class=warn>Run {html.escape(label)}: figures skipped: {html.escape(str(e))}</div>")
+                continue
             fl = res.flows[res.flows.run_id == r.run_id].set_index("flow")
             engine = json.loads(r.engine_config) if isinstance(r.engine_config, str) else {}
             warm = engine.get("run", {}).get("warmup", 0) / 1e9
@@ -453,7 +460,7 @@ def _experiment_page(res: Results, exp, out_dir: Path, per_run: str, say, info: 
             f1 = [rd / f"{tag}-timeseries.{e}" for e in ("png", "svg")]
             if not all(p.exists() for p in f1):
                 f1 = run_timeseries_figure(ts, q, fl, rd / f"{tag}-timeseries", title=label, warmup_s=warm, buffer_packets=_buffer_packets(engine),
-                                           udp_ts=res.udp_timeseries(r.run_id) if len(udp) else None, udp=udp, reverse_queue=rq,
+                                           udp_ts=udp_ts, udp=udp, reverse_queue=rq,
                                            buffer_bytes=engine.get("network", {}).get("buffer", {}).get("bytes"))
             f2 = [rd / f"{tag}-distributions.{e}" for e in ("png", "svg")]
             studied = fl[~fl.background.fillna(False).astype(bool)] if "background" in fl else fl

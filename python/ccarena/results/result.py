@@ -6,6 +6,7 @@ a directory (result.json + Parquet time series + the scenario) and loaded back.
 
 from __future__ import annotations
 
+import gzip
 import json
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -23,7 +24,7 @@ from ..version import UNKNOWN_BUILD, __version__, build_id
 from .metrics import DEFAULT_MSS, goodput_capacity_bps, jain_index, link_rates_bps, throughput_ratio, web_metrics
 from .record import RunRecord, normalise
 
-__all__ = ["RunResult", "load_result"]
+__all__ = ["RunResult", "load_result", "read_record"]
 
 _CA_STATES = ["open", "disorder", "cwr", "recovery", "loss"]
 # Linux's "no threshold yet" (TCP_INFINITE_SSTHRESH, 0x7fffffff): NA in the frames, not a number.
@@ -294,15 +295,16 @@ class RunResult:
 
     def save(self, directory: str | Path) -> Path:
         """Writes result.json, scenario.toml (the document), resolved.json (the
-        engine's input and the metadata beside it), record.json and Parquet tables
-        (time series, queues, short flows, UDP)."""
+        engine's input and the metadata beside it), record.json.gz (the engine's
+        record, gzip-compressed: an hour with web traffic is hundreds of MB of
+        JSON) and Parquet tables (time series, queues, short flows, UDP)."""
         d = Path(directory)
         d.mkdir(parents=True, exist_ok=True)
         (d / "result.json").write_text(self.to_json(indent=2) + "\n")
         (d / "scenario.toml").write_text(self.scenario.to_toml())
         sc = self.scenario
         (d / "resolved.json").write_text(json.dumps({"backend": sc.backend, "engine": sc.engine, "meta": sc.meta.to_dict()}))
-        (d / "record.json").write_text(json.dumps(self.record))
+        (d / "record.json.gz").write_bytes(gzip.compress(json.dumps(self.record).encode(), compresslevel=5))
         self.timeseries.to_parquet(d / "timeseries.parquet", index=False)
         self.queue.to_parquet(d / "queue.parquet", index=False)
         if len(self.short_flows):
@@ -334,11 +336,21 @@ def _queue_frame(q: dict) -> pd.DataFrame:
     )
 
 
+def read_record(directory: str | Path) -> dict:
+    """The engine's record saved in a run directory: record.json.gz, or
+    record.json in directories saved before records were compressed."""
+    d = Path(directory)
+    packed = d / "record.json.gz"
+    if packed.exists():
+        return json.loads(gzip.decompress(packed.read_bytes()))
+    return json.loads((d / "record.json").read_text())
+
+
 def load_result(directory: str | Path) -> RunResult:
     """Reads back a result saved with `RunResult.save` (its scenario as it was
     resolved then: nothing is validated again)."""
     d = Path(directory)
-    record = json.loads((d / "record.json").read_text())
+    record = read_record(d)
     path = str(d / "scenario.toml")
     doc = parse_toml((d / "scenario.toml").read_text(), path)
     resolved = d / "resolved.json"

@@ -8,11 +8,16 @@ Parquet time series and the raw run records beside it.
     DIR/reverse_queue/<run>.parquet  reverse bottleneck samples, runs that have one
     DIR/udp_series/<run>.parquet     UDP sinks' samples, runs with UDP sources
     DIR/records/<run>.json.gz        the engine's raw record (metrics can be recomputed from it)
+    DIR/records/<run>.run.json       the run's row (scenario, engine input, metadata, seed, build)
+    DIR/experiments/<id>.json        the experiment's rows (description, axes, its runs and params)
 
 Each run's row keeps its scenario document, the engine's input and the
 metadata beside it (``runs.scenario_meta``: flow groups, background set-up,
 Python algorithms), so its metrics are recomputed from the record alone,
-never by resolving its scenario again.
+never by resolving its scenario again. The JSON files beside the records
+hold every row the database has that a record cannot give back, so a damaged
+database is rebuilt from the files alone (``rebuild``, ``ccarena results
+--rebuild DIR``).
 
 Only the process that runs a sweep writes (workers return records). Files are
 written under a temporary name and renamed; then the run's rows go into the
@@ -50,7 +55,7 @@ from ..scenario.flows import flow_groups_of
 from ..scenario.model import Meta, Scenario
 from ..scenario.units import numeric, unit_of
 
-__all__ = ["Store", "Results", "load", "StoreError", "analyse", "DB_NAME", "SCHEMA_VERSION"]
+__all__ = ["Store", "Results", "load", "rebuild", "StoreError", "analyse", "DB_NAME", "SCHEMA_VERSION"]
 
 DB_NAME = "ccarena.duckdb"
 # 2: flows.direction and flows.background; the short_flows and udp tables.
@@ -234,8 +239,12 @@ class Store:
     def _read_version(self) -> int:
         try:
             v = self.con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-        except Exception:
-            raise StoreError(f"{self.db}: not a ccarena results database") from None
+        except StoreError:
+            raise
+        except Exception as e:
+            if "catalog" in str(e).lower() and "meta" in str(e):  # a DuckDB database, not ours
+                raise StoreError(f"{self.db}: not a ccarena results database") from None
+            raise damaged(self.db, e) from None
         if v is None or int(v[0]) > SCHEMA_VERSION:
             raise StoreError(f"{self.db}: written by a newer ccarena (schema {v and v[0]}); upgrade to read it")
         return int(v[0])
@@ -250,7 +259,9 @@ class Store:
         con = self.con
         try:
             row = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-        except Exception:
+        except Exception as e:
+            if not _missing_table(e):
+                raise damaged(self.db, e) from None
             row = None  # a new database
         if row is not None and int(row[0]) > SCHEMA_VERSION:
             raise StoreError(f"{self.db}: written by a newer ccarena (schema {row[0]}); upgrade to write to it")
@@ -285,9 +296,11 @@ class Store:
                 try:
                     self._con = duckdb.connect(str(self.db), read_only=self.read_only)
                     break
-                except duckdb.IOException as e:
+                except duckdb.Error as e:
+                    if not isinstance(e, duckdb.IOException):
+                        raise damaged(self.db, e) from None
                     if "lock" not in str(e).lower():
-                        raise StoreError(f"{self.db}: cannot open the results database: {e}") from None
+                        raise damaged(self.db, e) from None
                     if time.monotonic() > deadline:
                         raise StoreError(f"{self.dir}: the results database is in use by another process (a running sweep?); try again") from None
                     time.sleep(0.05)
@@ -325,6 +338,13 @@ class Store:
     def record_path(self, run_id: str) -> Path:
         return self.dir / "records" / f"{run_id}.json.gz"
 
+    def run_path(self, run_id: str) -> Path:
+        """The run's row beside its record (what `rebuild` needs besides the record)."""
+        return self.dir / "records" / f"{run_id}.run.json"
+
+    def experiment_path(self, experiment_id: str) -> Path:
+        return self.dir / "experiments" / f"{re.sub(r'[^A-Za-z0-9@._+-]', '_', experiment_id)}.json"
+
     def reverse_queue_path(self, run_id: str) -> Path:
         return self.dir / "reverse_queue" / f"{run_id}.parquet"
 
@@ -338,7 +358,10 @@ class Store:
         try:
             fn()
         except BaseException:
-            self.con.execute("ROLLBACK")
+            try:
+                self.con.execute("ROLLBACK")
+            except Exception:  # noqa: BLE001 - the first error is the one to report (a damaged file, ...)
+                pass
             raise
         self.con.execute("COMMIT")
 
@@ -363,36 +386,44 @@ class Store:
         """Creates or replaces an experiment and the list of runs it is made of
         (one transaction); `axes` describes its sweep's axes for reports
         (name, fields, labels of each). Its provenance (this build, the host,
-        `command`: the command line that ran it) is stored beside it."""
+        `command`: the command line that ran it) is stored beside it. Its rows
+        are also written to ``experiments/<id>.json`` (for ``rebuild``)."""
+        experiment = {
+            "experiment_id": experiment_id, "name": name, "variant": variant, "description": str(doc.get("description", "")),
+            "source": str(doc.get("source", "")), "notes": str(doc.get("notes", "")), "requires": _json(doc.get("requires", [])),
+            "scenario_toml": dump_toml(doc), "axes": _json(axes), "figures": _json(doc.get("figures", [])), "n_runs": len(specs),
+            "ccarena_version": __version__, "updated_at": _now().isoformat(), "build": build_id(), "host": socket.gethostname(),
+            "command": command,
+        }
+        runs = [{"run_id": s.run_id, "point": s.point, "repetition": s.repetition, "seed": s.seed, "params": s.params,
+                 "skip_reason": s.skip_reason} for s in specs]
+        _atomic_write(self.experiment_path(experiment_id), _json({"experiment": experiment, "runs": runs}).encode())
+        self._insert_experiment(experiment, runs)
+
+    def _insert_experiment(self, experiment: dict, runs: list[dict]) -> None:
+        experiment_id = experiment["experiment_id"]
+
         def tx():
             self.con.execute("DELETE FROM experiments WHERE experiment_id = ?", [experiment_id])
             self.con.execute("DELETE FROM experiment_runs WHERE experiment_id = ?", [experiment_id])
             self.con.execute("DELETE FROM params WHERE experiment_id = ?", [experiment_id])
-            self.con.execute(
-                "INSERT INTO experiments (experiment_id, name, variant, description, source, notes, requires, scenario_toml, "
-                "axes, figures, n_runs, ccarena_version, updated_at, build, host, command) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    experiment_id, name, variant, str(doc.get("description", "")), str(doc.get("source", "")),
-                    str(doc.get("notes", "")), _json(doc.get("requires", [])), dump_toml(doc),
-                    _json(axes), _json(doc.get("figures", [])), len(specs), __version__, _now(),
-                    build_id(), socket.gethostname(), command,
-                ],
-            )
+            cols = list(experiment)
+            self.con.execute(f"INSERT INTO experiments ({', '.join(cols)}) VALUES ({', '.join('?' for _ in cols)})",
+                             [datetime.fromisoformat(experiment[c]) if c == "updated_at" else experiment[c] for c in cols])
             er = pd.DataFrame(
                 {
                     "experiment_id": experiment_id,
-                    "run_id": [s.run_id for s in specs],
-                    "point": [s.point for s in specs],
-                    "repetition": [s.repetition for s in specs],
-                    "seed": [s.seed for s in specs],
-                    "params": [_json(s.params) for s in specs],
-                    "skip_reason": [s.skip_reason for s in specs],
+                    "run_id": [r["run_id"] for r in runs],
+                    "point": [r["point"] for r in runs],
+                    "repetition": [r["repetition"] for r in runs],
+                    "seed": [r["seed"] for r in runs],
+                    "params": [_json(r["params"]) for r in runs],
+                    "skip_reason": [r["skip_reason"] for r in runs],
                 }
             )
             if len(er):
                 self._insert_df("experiment_runs", er, replace=True)
-            rows = [(experiment_id, s.run_id, k, _param_text(v), _num(v)) for s in specs for k, v in s.params.items()]
+            rows = [(experiment_id, r["run_id"], k, _param_text(v), _num(v)) for r in runs for k, v in r["params"].items()]
             if rows:
                 self._insert_df("params", pd.DataFrame(rows, columns=["experiment_id", "run_id", "name", "value", "value_num"]))
 
@@ -408,10 +439,13 @@ class Store:
         result, flows, fm, rm = analyse(scenario, record, wall_time_s)
         rid = spec.run_id
         _atomic_write(self.record_path(rid), gzip.compress(record_json.encode(), compresslevel=5))
+        finished = _now()
+        row = _run_row(spec.scenario_hash, spec.seed, scenario, wall_time_s, build or build_id(), __version__, finished)
+        _atomic_write(self.run_path(rid), _json(row).encode())
         _atomic_parquet(_with_run_id(result.timeseries, rid), self.timeseries_path(rid))
         _atomic_parquet(_with_run_id(result.queue, rid), self.queue_path(rid))
         self._write_traffic_files(rid, result)
-        self._insert_rows(rid, spec.scenario_hash, spec.seed, scenario, record, wall_time_s, result, fm, rm, build)
+        self._insert_rows(rid, spec.scenario_hash, spec.seed, scenario, record, wall_time_s, result, fm, rm, build, finished)
         return rm
 
     def _write_traffic_files(self, rid: str, result) -> None:
@@ -420,7 +454,8 @@ class Store:
         if len(result.udp):
             _atomic_parquet(_with_run_id(result.udp_timeseries, rid), self.udp_series_path(rid))
 
-    def _insert_rows(self, rid, scenario_hash, seed, scenario: Scenario, record, wall_time_s, result, fm, rm, build=None) -> None:
+    def _insert_rows(self, rid, scenario_hash, seed, scenario: Scenario, record, wall_time_s, result, fm, rm, build=None,
+                     finished_at: datetime | None = None, version: str | None = None) -> None:
         fdf = result.flows.reset_index()
         fdf.insert(0, "run_id", rid)
         fdf = fdf[_FLOW_COLUMNS]
@@ -439,8 +474,8 @@ class Store:
                 self.con.execute(f"DELETE FROM {table} WHERE run_id = ?", [rid])
             self.con.execute(
                 f"INSERT INTO runs ({_RUN_COLUMNS}) VALUES (?, ?, ?, ?, 'ok', NULL, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [rid, scenario_hash, seed, __version__, wall_time_s, record["duration_ns"] / 1e9, record.get("events", 0),
-                 _json(scenario.doc), _json(scenario.engine), _now(), _json(scenario.meta.to_dict()), build or build_id()],
+                [rid, scenario_hash, seed, version or __version__, wall_time_s, record["duration_ns"] / 1e9, record.get("events", 0),
+                 _json(scenario.doc), _json(scenario.engine), finished_at or _now(), _json(scenario.meta.to_dict()), build or build_id()],
             )
             self._insert_df("flows", fdf)
             self._insert_df("metrics", mdf)
@@ -549,7 +584,14 @@ class Store:
         return json.loads(gzip.decompress(self.record_path(run_id).read_bytes()))
 
     def df(self, sql: str, params: Iterable | None = None) -> pd.DataFrame:
-        return self.con.execute(sql, list(params or [])).df()
+        try:
+            return self.con.execute(sql, list(params or [])).df()
+        except StoreError:
+            raise
+        except Exception as e:
+            if _duckdb_error(e) and not _missing_table(e):
+                raise damaged(self.db, e) from None
+            raise
 
     def has_table(self, name: str) -> bool:
         return bool(self.con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = ?", [name]).fetchone()[0])
@@ -588,6 +630,137 @@ class Store:
         if table == "short_flows":
             df["completed"] = df.fct_s.notna()
         return df
+
+
+def damaged(db: Path, error: BaseException) -> StoreError:
+    """The error of a database DuckDB cannot read: its own words (a checksum
+    or I/O error), the file, and how to get the results back."""
+    text = " ".join(str(error).split())
+    return StoreError(f"{db}: cannot read the results database ({text}); rebuild it from the stored records with "
+                      f"`ccarena results --rebuild {db.parent}` (the damaged file is kept beside it)")
+
+
+def _duckdb_error(e: BaseException) -> bool:
+    return type(e).__module__.split(".")[0] in ("duckdb", "_duckdb")
+
+
+def _missing_table(e: BaseException) -> bool:
+    return "does not exist" in str(e) and "Catalog" in str(e)
+
+
+def _run_row(scenario_hash: str, seed: int, scenario: Scenario, wall_time_s: float, build: str, version: str,
+             finished_at: datetime) -> dict:
+    """A stored run's row as ``records/<run>.run.json`` keeps it."""
+    return {"scenario_hash": scenario_hash, "seed": seed, "scenario": scenario.doc, "engine_config": scenario.engine,
+            "scenario_meta": scenario.meta.to_dict(), "wall_time_s": wall_time_s, "build": build,
+            "ccarena_version": version, "finished_at": finished_at.isoformat()}
+
+
+def rebuild(directory: str | Path, progress=None) -> dict[str, int]:
+    """Re-creates the database of a results directory from its files: the
+    damaged ``ccarena.duckdb`` is moved aside (``ccarena.duckdb.damaged-<time>``),
+    each experiment comes back from ``experiments/<id>.json`` and each run
+    from its record and ``records/<run>.run.json`` (metrics and Parquet files
+    computed from the record again, as the sweep computed them). Runs stored
+    before these files existed are taken from the old database when it can
+    still be read, else left pending (the next sweep runs them again).
+    Returns counts: experiments, runs, runs_lost."""
+    d = Path(directory)
+    db = d / DB_NAME
+    if not d.is_dir():
+        raise StoreError(f"{d}: no such results directory")
+    old_runs: dict[str, dict] = {}
+    old_experiments: dict[str, tuple[dict, list[dict]]] = {}
+    aside = None
+    if db.exists():
+        old_runs, old_experiments = _salvage(db)
+        aside = db.with_name(f"{DB_NAME}.damaged-{datetime.now().strftime('%Y%m%d-%H%M%S')}")
+        os.replace(db, aside)
+        wal = db.with_name(DB_NAME + ".wal")
+        if wal.exists():
+            os.replace(wal, aside.with_name(aside.name + ".wal"))
+    counts = {"experiments": 0, "runs": 0, "runs_lost": 0}
+    with Store(d) as st:
+        experiments = dict(old_experiments)
+        for p in sorted((d / "experiments").glob("*.json")):
+            doc = json.loads(p.read_text())
+            experiments[doc["experiment"]["experiment_id"]] = (doc["experiment"], doc["runs"])
+        for exp, runs in experiments.values():
+            st._insert_experiment(exp, runs)
+            counts["experiments"] += 1
+        rids = sorted(p.name[: -len(".json.gz")] for p in (d / "records").glob("*.json.gz"))
+        for k, rid in enumerate(rids):
+            path = st.run_path(rid)
+            row = json.loads(path.read_text()) if path.exists() else old_runs.get(rid)
+            if row is None:
+                counts["runs_lost"] += 1
+                continue
+            record = st.record(rid)
+            scenario = Scenario(doc=row["scenario"], engine=row["engine_config"], meta=Meta.from_dict(row["scenario_meta"]))
+            result, _, fm, rm = analyse(scenario, record, row["wall_time_s"])
+            _atomic_parquet(_with_run_id(result.timeseries, rid), st.timeseries_path(rid))
+            _atomic_parquet(_with_run_id(result.queue, rid), st.queue_path(rid))
+            st._write_traffic_files(rid, result)
+            finished = datetime.fromisoformat(row["finished_at"]) if row.get("finished_at") else None
+            st._insert_rows(rid, row["scenario_hash"], row["seed"], scenario, record, row["wall_time_s"], result, fm, rm,
+                            row.get("build") or UNKNOWN_BUILD, finished, row.get("ccarena_version"))
+            counts["runs"] += 1
+            if progress:
+                progress(k + 1, len(rids))
+    counts["moved_aside"] = str(aside) if aside else ""
+    return counts
+
+
+def _salvage(db: Path) -> tuple[dict[str, dict], dict[str, tuple[dict, list[dict]]]]:
+    """What can still be read from a damaged database: rows of runs and
+    experiments written before their files existed (each table on its own;
+    whatever fails to read is left out)."""
+    import duckdb  # loaded on first use, as in Store.con
+
+    runs: dict[str, dict] = {}
+    experiments: dict[str, tuple[dict, list[dict]]] = {}
+    try:
+        con = duckdb.connect(str(db), read_only=True)
+    except Exception:  # noqa: BLE001 - nothing to salvage
+        return runs, experiments
+    try:
+        try:
+            for rid, sh, seed, doc, engine, meta, wall, build, version, finished in con.execute(
+                "SELECT run_id, scenario_hash, seed, scenario, engine_config, scenario_meta, wall_time_s, build, ccarena_version, "
+                "finished_at FROM runs WHERE status = 'ok' AND scenario_meta IS NOT NULL"
+            ).fetchall():
+                runs[rid] = {"scenario_hash": sh, "seed": seed, "scenario": json.loads(doc), "engine_config": json.loads(engine),
+                             "scenario_meta": json.loads(meta), "wall_time_s": wall, "build": build, "ccarena_version": version,
+                             "finished_at": finished.isoformat() if finished else None}
+        except Exception:  # noqa: BLE001
+            runs = {}
+        try:
+            cols = [c[0] for c in con.execute("SELECT * FROM experiments LIMIT 0").description]
+            exps = [dict(zip(cols, r)) for r in con.execute("SELECT * FROM experiments").fetchall()]
+            er = con.execute("SELECT experiment_id, run_id, point, repetition, seed, params, skip_reason FROM experiment_runs").fetchall()
+            for e in exps:
+                e["updated_at"] = e["updated_at"].isoformat() if e.get("updated_at") else _now().isoformat()
+                mine = [{"run_id": r[1], "point": r[2], "repetition": r[3], "seed": r[4], "params": json.loads(r[5]),
+                         "skip_reason": r[6]} for r in er if r[0] == e["experiment_id"]]
+                experiments[e["experiment_id"]] = (e, mine)
+        except Exception:  # noqa: BLE001
+            experiments = {}
+    finally:
+        con.close()
+    return runs, experiments
+
+
+def _read_parquet(path: Path) -> pd.DataFrame:
+    """A stored Parquet file; a missing one raises FileNotFoundError, one that
+    cannot be read (truncated, damaged) a StoreError naming it."""
+    try:
+        return pd.read_parquet(path)
+    except FileNotFoundError:
+        raise
+    except Exception as e:  # pyarrow's errors on a damaged file are of several kinds
+        text = " ".join(str(e).split())
+        raise StoreError(f"{path}: cannot read this Parquet file ({text}); "
+                         f"`ccarena results --rebuild {path.parent.parent}` writes it again from the run's record") from None
 
 
 def _needs_traffic_tables(engine: dict) -> bool:
@@ -651,22 +824,22 @@ class Results:
 
     def timeseries(self, run_id: str) -> pd.DataFrame:
         self._run_row(run_id)
-        return pd.read_parquet(self.directory / "timeseries" / f"{run_id}.parquet")
+        return _read_parquet(self.directory / "timeseries" / f"{run_id}.parquet")
 
     def queue(self, run_id: str) -> pd.DataFrame:
         self._run_row(run_id)
-        return pd.read_parquet(self.directory / "queue" / f"{run_id}.parquet")
+        return _read_parquet(self.directory / "queue" / f"{run_id}.parquet")
 
     def reverse_queue(self, run_id: str) -> pd.DataFrame:
         """The reverse bottleneck's samples (empty when the run had none)."""
         p = self.directory / "reverse_queue" / f"{run_id}.parquet"
-        return pd.read_parquet(p) if p.exists() else _typed_empty(
+        return _read_parquet(p) if p.exists() else _typed_empty(
             {"t_s": "float64", "backlog_packets": "int64", "backlog_bytes": "int64", "drops": "int64", "bytes_out": "int64", "rate_mbps": "float64"})
 
     def udp_timeseries(self, run_id: str) -> pd.DataFrame:
         """The UDP sinks' samples (empty when the run had no UDP sources)."""
         p = self.directory / "udp_series" / f"{run_id}.parquet"
-        return pd.read_parquet(p) if p.exists() else _typed_empty({"t_s": "float64", "source": "int64", "throughput_mbps": "float64"})
+        return _read_parquet(p) if p.exists() else _typed_empty({"t_s": "float64", "source": "int64", "throughput_mbps": "float64"})
 
     def short_flows(self, experiment: str | None = None, run_id: str | Iterable[str] | None = None) -> pd.DataFrame:
         """Web flows of one experiment and/or run(s) (``Store.short_flows``)."""

@@ -31,7 +31,7 @@ from .checks import check_keys, check_name, engine_error, excerpt, file_name, in
 from .document import apply_overrides, check_depth, dump_toml, parse_override, parse_toml, read_document
 from .flows import resolve_flows
 from .linux_options import resolve_linux_options
-from .network import changes_rate, resolve_dynamics, resolve_loss, resolve_qdisc, resolve_trace, trace_mean_rate_bps
+from .network import changes_rate, check_red_fits, resolve_dynamics, resolve_loss, resolve_qdisc, resolve_trace, trace_mean_rate_bps
 from .tcp import resolve_tcp
 from .traffic import BACKGROUNDS, resolve_udp, resolve_web
 from .units import parse_buffer, parse_duration, parse_rate
@@ -234,6 +234,7 @@ def resolve(doc: dict, catalogue: Catalogue | None = None, base: Path | None = N
         network["trace"] = trace
     if "qdisc" in net:
         network["qdisc"] = resolve_qdisc(net["qdisc"], "network.qdisc", bdp_bytes)
+        check_red_fits(network["qdisc"], network["buffer"])
 
     duration = unit(parse_duration, require(run, "duration", "run"), "run.duration")
     if duration <= 0:

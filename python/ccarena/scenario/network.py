@@ -17,6 +17,7 @@ __all__ = [
     "TRACE_DIR",
     "resolve_loss",
     "resolve_qdisc",
+    "check_red_fits",
     "resolve_jitter",
     "resolve_dynamics",
     "resolve_trace",
@@ -140,6 +141,85 @@ def resolve_qdisc(value: Any, where: str, bdp_bytes: Callable[[float], int]) -> 
                 raise ScenarioError(w, f"must be at least one byte or packet, got {v!r}")
             out[key] = {kind_: int(amount)}
     return out
+
+
+def check_red_fits(qdisc: dict, buffer: dict, where: str = "network") -> None:
+    """Checks that RED's defaults derived from the buffer (tc's: max = limit/4,
+    min = max/3, burst = (2 min + max) / (3 avpkt), then the averaging
+    weight) fit. The engine derives them (``net/qdisc.rs::red_params``) and
+    would blame the `burst` or `max` it derived; here the error names what the
+    user wrote (`network.buffer`, or `network.qdisc.min`/`max`) and what to
+    change. Cases the user set explicitly (burst, both thresholds) are left to
+    the engine, whose message then names that field."""
+    if qdisc.get("kind") != "red" or "w_q" in qdisc or "burst" in qdisc:
+        return
+    lo, hi = qdisc.get("min"), qdisc.get("max")
+    if lo is not None and hi is not None:
+        return
+    if _red_weight(lo, hi, buffer, qdisc.get("avpkt", _RED_AVPKT)):
+        return
+    set_ = "min" if lo is not None else "max" if hi is not None else None
+    if set_ is None:
+        need = _red_smallest_buffer(buffer, qdisc.get("avpkt", _RED_AVPKT))
+        hint = f"use a buffer of at least {need}, " if need else ""
+        raise ScenarioError(
+            f"{where}.buffer",
+            f"too small for RED's default thresholds (max = buffer/4, min = max/3, and tc's burst from them); "
+            f"{hint}or set {where}.qdisc.min and max (and burst) explicitly",
+        )
+    raise ScenarioError(
+        f"{where}.qdisc.{set_}",
+        f"too small for RED's derived thresholds and tc's default burst; raise it, or set "
+        f"{where}.qdisc.{'max' if set_ == 'min' else 'min'} and burst explicitly",
+    )
+
+
+_RED_AVPKT = 1000  # tc's default avpkt (net/aqm/red.rs DEFAULT_AVPKT)
+
+
+def _red_weight(lo: dict | None, hi: dict | None, buffer: dict, avpkt: int) -> bool:
+    """Whether the engine's derivation (net/qdisc.rs::red_params, with tc's
+    defaults) finds thresholds and an averaging weight."""
+    def amount(q):
+        return None if q is None else next(iter(q.values()))
+
+    given = lo or hi
+    packet_mode = ("packets" in given) if given else ("packets" in buffer)
+    (kind, limit), = buffer.items()
+    if kind == "packets":
+        limit_amount = limit if packet_mode else limit * 1514
+    else:
+        limit_amount = limit // 1500 if packet_mode else limit
+    mx = amount(hi)
+    mn = amount(lo)
+    if mx is None:
+        mx = mn * 3 if mn else limit_amount // 4
+    if mn is None:
+        mn = mx // 3
+    if mx <= mn:
+        return False
+    unit_ = avpkt if packet_mode else 1
+    min_b, max_b = mn * unit_, mx * unit_
+    burst = int((2.0 * min_b + max_b) / (3.0 * avpkt))
+    a = burst + 1.0 - min_b / avpkt
+    if a < 1.0:
+        return False
+    w = 0.5
+    for _ in range(1, 32):
+        if a <= (1.0 - (1.0 - w) ** burst) / w:
+            return True
+        w /= 2.0
+    return False
+
+
+def _red_smallest_buffer(buffer: dict, avpkt: int) -> str | None:
+    """The smallest buffer of the same unit with which RED's defaults fit."""
+    (kind, limit), = buffer.items()
+    step = 1 if kind == "packets" else 100
+    for n in range(limit + step, limit + 100_000 * step, step):
+        if _red_weight(None, None, {kind: n}, avpkt):
+            return f"{n}p" if kind == "packets" else f"{n}B"
+    return None
 
 
 # ---------------------------------------------------------------- jitter
