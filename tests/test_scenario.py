@@ -1,3 +1,5 @@
+import copy
+
 import pytest
 
 from ccarena.scenario import Scenario, ScenarioError, apply_overrides, parse_override
@@ -171,3 +173,33 @@ def test_qdisc_runs_and_reports_marks():
     assert link["qdisc"]["kind"] == "codel"
     assert link["ce_marks"] > 0 and link["drops_aqm"] == 0
     assert r.summary["ce_marks"] == link["ce_marks"]
+
+
+def test_engine_errors_name_the_table_the_user_wrote():
+    # The engine sees 5 + 1 flows; its complaint about its flows[5] is about the second [[flows]] table.
+    from ccarena.scenario.model import check_with_engine
+
+    d = dict(BASE, flows=[{"cca": "reno", "rtt": "40ms", "count": 5}, {"cca": "cubic", "rtt": "40ms", "tcp": {"mss": 9000, "sndbuf": "2000B"}}])
+    with pytest.raises(ScenarioError) as e:
+        Scenario.from_dict(d)
+    assert e.value.field == "flows[1].tcp.sndbuf"
+    sc = Scenario.from_dict(dict(d, flows=[d["flows"][0], {"cca": "cubic", "rtt": "40ms"}]))
+    engine = copy.deepcopy(sc.engine)
+    engine["flows"][5]["tcp"]["mss"] = 1
+    with pytest.raises(ScenarioError) as e:
+        check_with_engine(engine, [], sc.doc)
+    assert e.value.field == "flows[1].tcp.mss"
+    assert "64..65000" in e.value.message
+    # udp and web tables that expand are mapped back too.
+    d = dict(BASE, udp=[{"rate": "1Mbps", "count": 3}, {"rate": "1Mbps"}], web=[{"load": "1Mbps", "direction": "both"}, {"load": "2Mbps"}])
+    sc = Scenario.from_dict(d)
+    engine = copy.deepcopy(sc.engine)
+    engine["udp"][3]["rtt"] = 0
+    engine["web"][2]["load"] = 0
+    with pytest.raises(ScenarioError) as e:
+        check_with_engine(engine, [], sc.doc)
+    assert e.value.field == "udp[1].rtt"
+    engine["udp"][3]["rtt"] = 1000
+    with pytest.raises(ScenarioError) as e:
+        check_with_engine(engine, [], sc.doc)
+    assert e.value.field == "web[1].load"

@@ -29,7 +29,7 @@ from ..errors import ScenarioError
 from .catalogue import FEATURES, Catalogue, cca_catalogue, engine_cca_names
 from .checks import check_keys, check_name, engine_error, excerpt, file_name, int_in, require, unit
 from .document import apply_overrides, check_depth, dump_toml, parse_override, parse_toml, read_document
-from .flows import resolve_flows
+from .flows import flow_tables, resolve_flows
 from .linux_options import resolve_linux_options
 from .network import changes_rate, resolve_dynamics, resolve_loss, resolve_qdisc, resolve_trace, trace_mean_rate_bps
 from .tcp import resolve_tcp
@@ -155,13 +155,29 @@ def check_cost(engine: dict) -> None:
         )
 
 
-def check_with_engine(engine: dict, external: list[str]) -> None:
+def engine_origins(doc: dict) -> dict[str, list[str]]:
+    """The scenario table (dotted, as written) each entry of the engine's
+    ``flows``, ``udp`` and ``web`` lists came from, for a resolved document:
+    a table with ``count = n`` gives n flows or sources, a web table with
+    ``direction = "both"`` two generators, and the background set-up's
+    tables follow the scenario's own."""
+    flows = [where for where, table, _, _ in flow_tables(doc) for _ in range(table.get("count", 1))]
+    udp = [f"udp[{i}]" for i, t in enumerate(doc.get("udp", [])) for _ in range(t.get("count", 1))]
+    background = doc.get("background", "none")
+    web_tables = [(f"web[{i}]", t) for i, t in enumerate(doc.get("web", []))]
+    web_tables += [(f"background[{background}].web[{k}]", t) for k, t in enumerate(BACKGROUNDS[background].get("web", []))]
+    web = [where for where, t in web_tables for _ in range(2 if t.get("direction") == "both" else 1)]
+    return {"flows": flows, "udp": udp, "web": web}
+
+
+def check_with_engine(engine: dict, external: list[str], doc: dict | None = None) -> None:
     """Has the engine check its input (what it would run); `external` are the
-    algorithms it is not to build itself (checked by the backend that runs them)."""
+    algorithms it is not to build itself (checked by the backend that runs
+    them); `doc`, the scenario it came from, names fields as written there."""
     try:
         _engine.validate_json(json.dumps(engine), external)
     except ValueError as e:
-        raise engine_error(e) from None
+        raise engine_error(e, engine_origins(doc) if doc is not None else None) from None
 
 
 def resolve(doc: dict, catalogue: Catalogue | None = None, base: Path | None = None, check: bool = True) -> tuple[dict, Meta]:
@@ -265,7 +281,7 @@ def resolve(doc: dict, catalogue: Catalogue | None = None, base: Path | None = N
     python_ccas = sorted(used & catalogue.python)
     if check:
         # Algorithms the engine does not have are the backend's to check (their names were checked above).
-        check_with_engine(engine, sorted(used - engine_cca_names()))
+        check_with_engine(engine, sorted(used - engine_cca_names()), doc)
         check_cost(engine)
     meta = Meta(
         flow_groups=tuple(groups),
@@ -369,8 +385,12 @@ class Scenario:
             check_cost(self.engine)
         except ScenarioError:
             used = {f["cca"] for f in self.engine["flows"]}
-            check_with_engine(self.engine, sorted(used - engine_cca_names()))
+            check_with_engine(self.engine, sorted(used - engine_cca_names()), self.doc)
             raise
+
+    def engine_error(self, error: ValueError) -> ScenarioError:
+        """The engine's complaint about this scenario's input, naming the field as the scenario wrote it."""
+        return engine_error(error, engine_origins(self.doc))
 
     def engine_json(self) -> str:
         return json.dumps(self.engine)
