@@ -277,7 +277,8 @@ def resolve(doc: dict, catalogue: Catalogue | None = None, base: Path | None = N
         lacking = [f for f in _features_used(engine) if f not in catalogue.features]
         if lacking:
             raise ScenarioError("backend", catalogue.refusal.format(features=", ".join(lacking)))
-    used = {f["cca"] for f in engine_flows}
+    # Web generators may use the algorithms written in Python too.
+    used = {f["cca"] for f in engine_flows} | {w["cca"] for w in web}
     python_ccas = sorted(used & catalogue.python)
     if check:
         # Algorithms the engine does not have are the backend's to check (their names were checked above).
@@ -384,7 +385,7 @@ class Scenario:
         try:
             check_cost(self.engine)
         except ScenarioError:
-            used = {f["cca"] for f in self.engine["flows"]}
+            used = {f["cca"] for f in self.engine["flows"]} | {w["cca"] for w in self.engine["web"]}
             check_with_engine(self.engine, sorted(used - engine_cca_names()), self.doc)
             raise
 
