@@ -34,7 +34,7 @@ from .linux_options import resolve_linux_options
 from .network import changes_rate, resolve_dynamics, resolve_loss, resolve_qdisc, resolve_trace, trace_mean_rate_bps
 from .tcp import resolve_tcp
 from .traffic import BACKGROUNDS, resolve_udp, resolve_web
-from .units import parse_buffer, parse_duration, parse_rate
+from .units import ENGINE_MAX, parse_buffer, parse_duration, parse_rate
 
 __all__ = [
     "Scenario",
@@ -155,6 +155,25 @@ def check_cost(engine: dict) -> None:
         )
 
 
+def flow_rtts(flows: list[dict], seed: int, doc: dict) -> list[int]:
+    """The RTT (ns) each engine flow gets: fixed ones as given, those given
+    as a distribution as the engine draws them from `seed` (its flow-rtt
+    stream, one draw per such flow in flow order)."""
+    if not any(isinstance(f["rtt"], dict) for f in flows):
+        return [f["rtt"] for f in flows]
+    # The draws depend on the seed and the flows alone; the rest is a placeholder.
+    config = {"network": {"bottleneck_rate": 1, "buffer": {"packets": 1}}, "flows": flows, "run": {"duration": 1, "seed": seed}}
+    origins = {"flows": [where for where, table, _, _ in flow_tables(doc) for _ in range(table.get("count", 1))]}
+    try:
+        rtts = _engine.flow_rtts_json(json.dumps(config))
+    except ValueError as e:
+        raise engine_error(e, origins) from None
+    for where, r in zip(origins["flows"], rtts):
+        if r > ENGINE_MAX:
+            raise ScenarioError(f"{where}.rtt", "the distribution's parameters give RTTs too large to use")
+    return rtts
+
+
 def engine_origins(doc: dict) -> dict[str, list[str]]:
     """The scenario table (dotted, as written) each entry of the engine's
     ``flows``, ``udp`` and ``web`` lists came from, for a resolved document:
@@ -228,10 +247,11 @@ def resolve(doc: dict, catalogue: Catalogue | None = None, base: Path | None = N
     if not isinstance(background, str) or background not in BACKGROUNDS:
         raise ScenarioError("background", f"unknown background set-up {excerpt(background)}; allowed: {', '.join(BACKGROUNDS)}")
     setup = BACKGROUNDS[background]
-    engine_flows, groups = resolve_flows(doc, catalogue, base_tcp, seed)
+    engine_flows, groups = resolve_flows(doc, catalogue, base_tcp)
     # A size in BDPs is sized for the flows under study.
-    rtts_ns = [f["rtt"] for f in engine_flows if not f["background"]] or [f["rtt"] for f in engine_flows]
-    bdp_bytes = _bdp_bytes(net, rate, max(rtts_ns))
+    rtts_ns = flow_rtts(engine_flows, seed, doc)
+    studied = [r for r, f in zip(rtts_ns, engine_flows) if not f["background"]] or rtts_ns
+    bdp_bytes = _bdp_bytes(net, rate, max(studied))
     kind, amount = unit(parse_buffer, require(net, "buffer", "network"), "network.buffer")
     if kind == "bdp":
         kind, amount = "bytes", bdp_bytes(amount)
@@ -388,6 +408,10 @@ class Scenario:
             used = {f["cca"] for f in self.engine["flows"]} | {w["cca"] for w in self.engine["web"]}
             check_with_engine(self.engine, sorted(used - engine_cca_names()), self.doc)
             raise
+
+    def flow_rtts(self) -> list[int]:
+        """The RTT (ns) each flow gets, drawn ones included (the run's record has the same)."""
+        return flow_rtts(self.engine["flows"], self.seed, self.doc)
 
     def engine_error(self, error: ValueError) -> ScenarioError:
         """The engine's complaint about this scenario's input, naming the field as the scenario wrote it."""

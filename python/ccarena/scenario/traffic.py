@@ -8,8 +8,6 @@ naming the field. docs/scenario.md documents the syntax.
 from __future__ import annotations
 
 import math
-import random
-from statistics import NormalDist
 from typing import Any, Callable
 
 from ..errors import ScenarioError
@@ -21,7 +19,6 @@ __all__ = [
     "BACKGROUNDS",
     "SURGE",
     "resolve_dist",
-    "sample_dist",
     "direction_of",
     "resolve_udp",
     "resolve_web",
@@ -110,49 +107,6 @@ def _check_shape(d: dict, where: str) -> None:
             raise ScenarioError(f"{where}.{key}", f"must be in [{lo:g}, {hi:g}], got {d[key]:g}")
     if "k" in d and d["k"] <= 0:
         raise ScenarioError(f"{where}.k", "must be positive")
-
-
-def sample_dist(d: dict, rng: random.Random) -> float:
-    """One draw from an engine-form distribution (for values fixed per flow
-    when a scenario is resolved, such as long-lived flows' RTTs)."""
-    kind = d["distribution"]
-    if kind == "constant":
-        return d["value"]
-    if kind == "uniform":
-        return rng.uniform(d["min"], d["max"])
-    if kind == "exponential":
-        return rng.expovariate(1.0 / d["mean"])
-    if kind == "normal":
-        lo, hi = d.get("min", -math.inf), d.get("max", math.inf)
-        for _ in range(10_000):
-            x = rng.gauss(d["mean"], d["sd"])
-            if lo <= x <= hi:
-                return x
-        return min(max(d["mean"], lo), hi)
-    if kind == "lognormal":
-        return rng.lognormvariate(d["mu"], d["sigma"])
-
-    def pareto(k: float, alpha: float, cap: float | None) -> float:
-        mass = 1.0 - (k / cap) ** alpha if cap else 1.0
-        return min(k / (1.0 - rng.random() * mass) ** (1.0 / alpha), cap or math.inf)
-
-    if kind == "pareto":
-        return pareto(d["k"], d["alpha"], d.get("max"))
-    # lognormal_pareto
-    body_at_k = 0.5 * math.erfc(-(math.log(d["k"]) - d["mu"]) / d["sigma"] / math.sqrt(2))
-    tail = d.get("tail", 1.0 - body_at_k)
-    if rng.random() < tail:
-        return pareto(d["k"], d["alpha"], d.get("max"))
-    # The body is the lognormal below k: draws are rejected above k, a bounded
-    # number of times; a body with little mass below k (a tiny k) is then drawn
-    # by inverting its CDF instead of looping for ever.
-    for _ in range(1_000):
-        x = rng.lognormvariate(d["mu"], d["sigma"])
-        if x < d["k"]:
-            return x
-    normal = NormalDist()
-    u = min(max(rng.random() * body_at_k, 1e-300), 1 - 1e-16)
-    return min(math.exp(d["mu"] + d["sigma"] * normal.inv_cdf(u)), d["k"])
 
 
 def direction_of(value: Any, where: str, both: bool = False) -> list[str]:
