@@ -131,14 +131,14 @@ def test_qdisc_defaults_to_drop_tail_and_resolves_names_and_tables():
 @pytest.mark.parametrize(
     "qdisc,field,fragment",
     [
-        ("blue", "network.qdisc", "unknown queue discipline 'blue'; allowed: drop_tail, red, codel, fq_codel, pie"),
-        ({"kind": "sfq"}, "network.qdisc.kind", "allowed: drop_tail, red, codel, fq_codel, pie"),
+        ("blue", "network.qdisc", "unknown queue discipline 'blue'; allowed: drop_tail, codel, fq_codel, pie, red"),
+        ({"kind": "sfq"}, "network.qdisc.kind", "allowed: drop_tail, codel, fq_codel, pie, red"),
         ({"target": "5ms"}, "network.qdisc", "allowed: drop_tail"),
         (7, "network.qdisc", "a name or a table"),
         ({"kind": "codel", "targt": "5ms"}, "network.qdisc.targt", "unknown field; allowed: ce_threshold, ecn, interval, kind, target"),
         ({"kind": "codel", "target": "5"}, "network.qdisc.target", "no unit"),
         ({"kind": "codel", "ecn": "yes"}, "network.qdisc.ecn", "true or false"),
-        ({"kind": "red", "max_p": 1.5}, "network.qdisc.max_p", "probability"),
+        ({"kind": "red", "max_p": 1.5}, "network.qdisc.max_p", "must be in (0, 1], got 1.5"),
         ({"kind": "red", "min": "30 parcels"}, "network.qdisc.min", "packets ('200p')"),
         ({"kind": "red", "min": "90p", "max": "30p"}, "network.qdisc.max", "must be above min"),
         ({"kind": "red", "min": "30p", "max": "90KB"}, "network.qdisc.max", "unit of min"),
@@ -203,3 +203,24 @@ def test_engine_errors_name_the_table_the_user_wrote():
     with pytest.raises(ScenarioError) as e:
         check_with_engine(engine, [], sc.doc)
     assert e.value.field == "web[1].load"
+
+
+def test_leaf_tables_follow_the_engines_schema():
+    # Limits are the engine's: initial_cwnd above 1000 is allowed, a buffer must hold one mss.
+    sc = Scenario.from_dict(doc(**{"tcp": {"initial_cwnd": 5000, "sndbuf": "1448B"}}))
+    assert sc.engine["flows"][0]["tcp"] == {"initial_cwnd": 5000, "sndbuf": 1448}
+    for tcp, field, fragment in [
+        ({"msss": 1}, "tcp.msss", "did you mean 'mss'?"),
+        ({"sndbuf": "1000B"}, "tcp.sndbuf", "must be at least mss, got '1000B'"),
+        ({"initial_cwnd": 0}, "tcp.initial_cwnd", "must be in 1..2147483647 packets, got 0"),
+        ({"rto_min": "0s"}, "tcp.rto_min", "must be positive"),
+    ]:
+        with pytest.raises(ScenarioError) as e:
+            Scenario.from_dict(doc(tcp=tcp))
+        assert e.value.field == field and fragment in e.value.message, e.value
+    with pytest.raises(ScenarioError) as e:
+        Scenario.from_dict(doc(**{"network.qdisc": "codle"}))
+    assert "did you mean 'codel'?" in e.value.message
+    with pytest.raises(ScenarioError) as e:
+        Scenario.from_dict(doc(**{"network.loss": {"model": "bernoulli", "p": 2}}))
+    assert e.value.field == "network.loss.p" and e.value.message == "must be a probability in [0, 1], got 2"

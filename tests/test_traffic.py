@@ -57,7 +57,7 @@ def test_udp_and_web_tables_resolve_into_engine_units():
         ({"udp": [{"rate": "8Mbps", "pattern": "burst"}]}, "udp[0].pattern", "cbr, poisson, on_off"),
         ({"udp": [{"rate": "8Mbps", "pattern": "on_off", "on": "1s"}]}, "udp[0].off", "missing"),
         ({"udp": [{"pattern": "cbr"}]}, "udp[0].rate", "missing"),
-        ({"udp": [{"rate": "8Mbps", "packet_size": "10B"}]}, "udp[0].packet_size", "28B"),
+        ({"udp": [{"rate": "8Mbps", "packet_size": "10B"}]}, "udp[0].packet_size", "28..65535 bytes"),
         ({"web": [{"direction": "forward"}]}, "web[0].load", "missing"),
         ({"web": [{"load": "1Mbps", "cca": "cubc"}]}, "web[0].cca", "allowed"),
         ({"web": [{"load": "1Mbps", "direction": "up"}]}, "web[0].direction", "forward, reverse, both"),

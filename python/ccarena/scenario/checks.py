@@ -9,6 +9,7 @@ checking its input back into a ``ScenarioError``.
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
 from typing import Any, Callable
@@ -18,6 +19,7 @@ from .units import parse_duration
 
 __all__ = [
     "check_keys",
+    "did_you_mean",
     "unit",
     "require",
     "int_in",
@@ -70,8 +72,16 @@ def check_keys(table: Any, allowed: set[str] | dict, where: str) -> dict:
         raise ScenarioError(where, f"must be a table, got {table!r}")
     for key in table:
         if key not in allowed:
-            raise ScenarioError(f"{where}.{key}" if where else key, f"unknown field; allowed: {', '.join(sorted(allowed))}")
+            raise ScenarioError(f"{where}.{key}" if where else key, f"unknown field; allowed: {', '.join(sorted(allowed))}{did_you_mean(key, allowed)}")
     return table
+
+
+def did_you_mean(name: Any, allowed: Any) -> str:
+    """"; did you mean 'x'?" for a near miss among `allowed`, else ""."""
+    if not isinstance(name, str):
+        return ""
+    close = difflib.get_close_matches(name, sorted(str(a) for a in allowed), n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""
 
 
 def unit(parse: Callable[[Any], Any], value: Any, where: str) -> Any:

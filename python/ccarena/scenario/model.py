@@ -27,6 +27,7 @@ from typing import Any, Callable
 from .. import _engine
 from ..errors import ScenarioError
 from .catalogue import FEATURES, Catalogue, cca_catalogue, engine_cca_names
+from . import schema
 from .checks import check_keys, check_name, engine_error, excerpt, file_name, int_in, require, unit
 from .document import apply_overrides, check_depth, dump_toml, parse_override, parse_toml, read_document
 from .flows import flow_tables, resolve_flows
@@ -222,7 +223,7 @@ def resolve(doc: dict, catalogue: Catalogue | None = None, base: Path | None = N
     if not isinstance(flows, list) or not flows:
         raise ScenarioError("flows", "must be a non-empty list of [[flows]] tables")
 
-    seed = int_in(run.get("seed", 1), "run.seed", 0, 2**63 - 1)
+    seed = int_in(run.get("seed", schema.default("run", "seed")), "run.seed", 0, 2**63 - 1)
     trace = None
     if "trace" in net:
         trace = resolve_trace(net["trace"], net.get("trace_repeat", True), base)
@@ -271,15 +272,16 @@ def resolve(doc: dict, catalogue: Catalogue | None = None, base: Path | None = N
     if "qdisc" in net:
         network["qdisc"] = resolve_qdisc(net["qdisc"], "network.qdisc", bdp_bytes)
 
+    run_fields = schema.fields("run")
     duration = unit(parse_duration, require(run, "duration", "run"), "run.duration")
-    if duration <= 0:
-        raise ScenarioError("run.duration", "must be positive")
-    warmup = unit(parse_duration, run.get("warmup", 0), "run.warmup")
+    schema.check_range(duration, run_fields["duration"], "run.duration", run["duration"])
+    warmup = unit(parse_duration, run["warmup"], "run.warmup") if "warmup" in run else run_fields["warmup"]["default"]
     if warmup >= duration:
         raise ScenarioError("run.warmup", f"must be shorter than run.duration ({run['duration']})")
-    interval = unit(parse_duration, run.get("sample_interval", "100ms"), "run.sample_interval")
-    if interval <= 0:
-        raise ScenarioError("run.sample_interval", "must be positive")
+    interval = run_fields["sample_interval"]["default"]
+    if "sample_interval" in run:
+        interval = unit(parse_duration, run["sample_interval"], "run.sample_interval")
+        schema.check_range(interval, run_fields["sample_interval"], "run.sample_interval", run["sample_interval"])
     start_jitter = unit(parse_duration, run.get("start_jitter", DEFAULT_START_JITTER), "run.start_jitter")
 
     udp = resolve_udp(doc.get("udp", []), duration)
