@@ -224,3 +224,17 @@ def test_leaf_tables_follow_the_engines_schema():
     with pytest.raises(ScenarioError) as e:
         Scenario.from_dict(doc(**{"network.loss": {"model": "bernoulli", "p": 2}}))
     assert e.value.field == "network.loss.p" and e.value.message == "must be a probability in [0, 1], got 2"
+
+
+@pytest.mark.parametrize(
+    "params,fragment",
+    [({"beta": "x"}, "must be an integer in 1..1023, got 'x'"), ({"beta": [1]}, "must be an integer in 1..1023, got [1]"),
+     ({"hystart": "no"}, "must be true or false, got 'no'")],
+)
+def test_cca_params_of_the_wrong_type_name_the_parameter(params, fragment):
+    with pytest.raises(ScenarioError) as e:
+        Scenario.from_dict(doc(**{"flows[0].cca": "cubic", "flows[0].cca_params": params}))
+    assert e.value.field == f"flows[0].cca_params.{next(iter(params))}" and e.value.message == fragment
+    with pytest.raises(ScenarioError) as e:
+        Scenario.from_dict(dict(BASE, web=[{"load": "1Mbps", "cca": "cubic", "cca_params": params}]))
+    assert e.value.field == f"web[0].cca_params.{next(iter(params))}" and e.value.message == fragment

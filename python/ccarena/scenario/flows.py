@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ..errors import ScenarioError
-from .catalogue import Catalogue
+from .catalogue import Catalogue, check_param_values
 from .checks import boolean, check_keys, int_in, require, unit
 from .network import resolve_jitter
 from .tcp import resolve_tcp
@@ -67,6 +67,7 @@ def _check_cca(group: dict, where: str, catalogue: Catalogue) -> tuple[str, dict
 def _check_params(cca: str, params: Any, where: str, catalogue: Catalogue) -> dict:
     if not isinstance(params, dict):
         raise ScenarioError(where, "must be a table such as { hystart = false }")
+    check_param_values(cca, params, where)
     if cca in catalogue.python and catalogue.check_params is not None:
         # Python algorithms check their own parameters (the engine checks the built-in ones).
         try:

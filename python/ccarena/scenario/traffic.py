@@ -12,6 +12,7 @@ from typing import Any, Callable
 
 from ..errors import ScenarioError
 from . import schema
+from .catalogue import check_param_values
 from .checks import check_keys, did_you_mean, excerpt, number, positive_duration, unit
 from .tcp import resolve_tcp
 from .units import parse_duration, parse_rate, parse_size
@@ -197,6 +198,7 @@ def resolve_web(tables: Any, names: list[str], base_tcp: dict) -> list[dict]:
         params = t.get("cca_params", {})
         if not isinstance(params, dict):
             raise ScenarioError(f"{where}.cca_params", "must be a table such as { hystart = false }")
+        check_param_values(cca, params, f"{where}.cca_params")
         rtt = resolve_dist(t["rtt"], parse_duration, f"{where}.rtt") if "rtt" in t else dict(schema.default("web", "rtt"))
         sizes = resolve_dist(t.get("sizes", "surge"), parse_size, f"{where}.sizes")
         cap = t.get("max_size", default_max_size())
