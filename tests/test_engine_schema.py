@@ -154,10 +154,11 @@ def test_web_flows_use_python_algorithms_like_long_flows():
     from pathlib import Path
 
     import ccarena
+    import ccarena.backends.cca
 
     ccarena.load_cca_file(Path(__file__).parent.parent / "examples" / "python_reno.py")
     try:
-        cls = ccarena.cca.registered_ccas()["py-reno"]
+        cls = ccarena.backends.cca.registered_ccas()["py-reno"]
 
         def web_config(cca):
             c = copy.deepcopy(CONFIG)
@@ -180,7 +181,7 @@ def test_web_flows_use_python_algorithms_like_long_flows():
             _engine.Engine(web_config("py-reno").replace('"cca": "py-reno"', '"cca": "py-reno", "cca_params": {"nope": 1}'), {"py-reno": cls})
         assert e.value.field == "web[0].cca_params"
     finally:
-        ccarena.cca.unregister_cca("py-reno")
+        ccarena.backends.cca.unregister_cca("py-reno")
 
 
 def test_the_engine_draws_flow_rtts_from_a_distribution():
