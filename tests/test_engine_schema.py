@@ -204,3 +204,16 @@ def test_the_engine_draws_flow_rtts_from_a_distribution():
     with pytest.raises(_engine.ConfigError) as e:
         _engine.sample_dist_json(json.dumps({"distribution": "uniform", "min": 2, "max": 1}), 1, "x", 3)
     assert str(e.value) == "dist: needs 0 <= min <= max"
+
+
+def test_the_limits_docs_scenario_states_are_the_schemas():
+    # docs/scenario.md states some limits in the engine's words; they must be the schema's rules.
+    from pathlib import Path
+
+    text = (Path(__file__).parent.parent / "docs" / "scenario.md").read_text()
+    tables = json.loads(_engine.schema_json())["tables"]
+    tcp, udp = tables["tcp"]["fields"], tables["udp"]["fields"]
+    for f in (tcp["mss"], tcp["initial_cwnd"], tcp["sndbuf"], tcp["rcvbuf"], tcp["hz"], udp["packet_bytes"]):
+        assert f["rule"].removeprefix("must be ") in text, f["rule"]
+    assert f"| `mss` | {tcp['mss']['default']} |" in text and f"| `initial_cwnd` | {tcp['initial_cwnd']['default']} |" in text
+    assert f"| `seed` | {tables['run']['fields']['seed']['default']} |" in text

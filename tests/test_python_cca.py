@@ -142,3 +142,24 @@ def test_sweeps_run_python_algorithms(tmp_path, where):
     assert json.dumps(_as_builtin(python)) == json.dumps(builtin)
     flows = res.flows.set_index("run_id")
     assert list(flows.loc[runs.run_id["py-reno"]].group) == [0, 1]
+
+
+def test_web_traffic_alone_can_use_a_python_algorithm():
+    # py-reno is named only by the [[web]] table: the scenario must still hand its class to the engine.
+    def doc(cca):
+        return {
+            "network": {"bottleneck_rate": "20Mbps", "buffer": "60p"},
+            "flows": [{"cca": "cubic", "rtt": "20ms"}],
+            "web": [{"load": "10Mbps", "cca": cca}],
+            "run": {"duration": "4s", "seed": 3},
+        }
+
+    from ccarena.backends.sim import SIM
+
+    sc = SIM.load(doc("py-reno"))
+    assert sc.meta.python_ccas == ("py-reno",)
+    python = ccarena.run(doc("py-reno")).record
+    builtin = ccarena.run(doc("reno")).record
+    assert python["web"][0]["cca"] == "py-reno" and python["web"][0]["flows_started"] > 10
+    python["web"][0]["cca"] = "reno"
+    assert json.dumps(python) == json.dumps(builtin)

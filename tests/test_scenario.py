@@ -1,3 +1,5 @@
+import copy
+
 import pytest
 
 from ccarena.scenario import Scenario, ScenarioError, apply_overrides, parse_override
@@ -129,14 +131,14 @@ def test_qdisc_defaults_to_drop_tail_and_resolves_names_and_tables():
 @pytest.mark.parametrize(
     "qdisc,field,fragment",
     [
-        ("blue", "network.qdisc", "unknown queue discipline 'blue'; allowed: drop_tail, red, codel, fq_codel, pie"),
-        ({"kind": "sfq"}, "network.qdisc.kind", "allowed: drop_tail, red, codel, fq_codel, pie"),
+        ("blue", "network.qdisc", "unknown queue discipline 'blue'; allowed: drop_tail, codel, fq_codel, pie, red"),
+        ({"kind": "sfq"}, "network.qdisc.kind", "allowed: drop_tail, codel, fq_codel, pie, red"),
         ({"target": "5ms"}, "network.qdisc", "allowed: drop_tail"),
         (7, "network.qdisc", "a name or a table"),
         ({"kind": "codel", "targt": "5ms"}, "network.qdisc.targt", "unknown field; allowed: ce_threshold, ecn, interval, kind, target"),
         ({"kind": "codel", "target": "5"}, "network.qdisc.target", "no unit"),
         ({"kind": "codel", "ecn": "yes"}, "network.qdisc.ecn", "true or false"),
-        ({"kind": "red", "max_p": 1.5}, "network.qdisc.max_p", "probability"),
+        ({"kind": "red", "max_p": 1.5}, "network.qdisc.max_p", "must be in (0, 1], got 1.5"),
         ({"kind": "red", "min": "30 parcels"}, "network.qdisc.min", "packets ('200p')"),
         ({"kind": "red", "min": "90p", "max": "30p"}, "network.qdisc.max", "must be above min"),
         ({"kind": "red", "min": "30p", "max": "90KB"}, "network.qdisc.max", "unit of min"),
@@ -171,3 +173,68 @@ def test_qdisc_runs_and_reports_marks():
     assert link["qdisc"]["kind"] == "codel"
     assert link["ce_marks"] > 0 and link["drops_aqm"] == 0
     assert r.summary["ce_marks"] == link["ce_marks"]
+
+
+def test_engine_errors_name_the_table_the_user_wrote():
+    # The engine sees 5 + 1 flows; its complaint about its flows[5] is about the second [[flows]] table.
+    from ccarena.scenario.model import check_with_engine
+
+    d = dict(BASE, flows=[{"cca": "reno", "rtt": "40ms", "count": 5}, {"cca": "cubic", "rtt": "40ms", "tcp": {"mss": 9000, "sndbuf": "2000B"}}])
+    with pytest.raises(ScenarioError) as e:
+        Scenario.from_dict(d)
+    assert e.value.field == "flows[1].tcp.sndbuf"
+    sc = Scenario.from_dict(dict(d, flows=[d["flows"][0], {"cca": "cubic", "rtt": "40ms"}]))
+    engine = copy.deepcopy(sc.engine)
+    engine["flows"][5]["tcp"]["mss"] = 1
+    with pytest.raises(ScenarioError) as e:
+        check_with_engine(engine, [], sc.doc)
+    assert e.value.field == "flows[1].tcp.mss"
+    assert "64..65000" in e.value.message
+    # udp and web tables that expand are mapped back too.
+    d = dict(BASE, udp=[{"rate": "1Mbps", "count": 3}, {"rate": "1Mbps"}], web=[{"load": "1Mbps", "direction": "both"}, {"load": "2Mbps"}])
+    sc = Scenario.from_dict(d)
+    engine = copy.deepcopy(sc.engine)
+    engine["udp"][3]["rtt"] = 0
+    engine["web"][2]["load"] = 0
+    with pytest.raises(ScenarioError) as e:
+        check_with_engine(engine, [], sc.doc)
+    assert e.value.field == "udp[1].rtt"
+    engine["udp"][3]["rtt"] = 1000
+    with pytest.raises(ScenarioError) as e:
+        check_with_engine(engine, [], sc.doc)
+    assert e.value.field == "web[1].load"
+
+
+def test_leaf_tables_follow_the_engines_schema():
+    # Limits are the engine's: initial_cwnd above 1000 is allowed, a buffer must hold one mss.
+    sc = Scenario.from_dict(doc(**{"tcp": {"initial_cwnd": 5000, "sndbuf": "1448B"}}))
+    assert sc.engine["flows"][0]["tcp"] == {"initial_cwnd": 5000, "sndbuf": 1448}
+    for tcp, field, fragment in [
+        ({"msss": 1}, "tcp.msss", "did you mean 'mss'?"),
+        ({"sndbuf": "1000B"}, "tcp.sndbuf", "must be at least mss, got '1000B'"),
+        ({"initial_cwnd": 0}, "tcp.initial_cwnd", "must be in 1..2147483647 packets, got 0"),
+        ({"rto_min": "0s"}, "tcp.rto_min", "must be positive"),
+    ]:
+        with pytest.raises(ScenarioError) as e:
+            Scenario.from_dict(doc(tcp=tcp))
+        assert e.value.field == field and fragment in e.value.message, e.value
+    with pytest.raises(ScenarioError) as e:
+        Scenario.from_dict(doc(**{"network.qdisc": "codle"}))
+    assert "did you mean 'codel'?" in e.value.message
+    with pytest.raises(ScenarioError) as e:
+        Scenario.from_dict(doc(**{"network.loss": {"model": "bernoulli", "p": 2}}))
+    assert e.value.field == "network.loss.p" and e.value.message == "must be a probability in [0, 1], got 2"
+
+
+@pytest.mark.parametrize(
+    "params,fragment",
+    [({"beta": "x"}, "must be an integer in 1..1023, got 'x'"), ({"beta": [1]}, "must be an integer in 1..1023, got [1]"),
+     ({"hystart": "no"}, "must be true or false, got 'no'")],
+)
+def test_cca_params_of_the_wrong_type_name_the_parameter(params, fragment):
+    with pytest.raises(ScenarioError) as e:
+        Scenario.from_dict(doc(**{"flows[0].cca": "cubic", "flows[0].cca_params": params}))
+    assert e.value.field == f"flows[0].cca_params.{next(iter(params))}" and e.value.message == fragment
+    with pytest.raises(ScenarioError) as e:
+        Scenario.from_dict(dict(BASE, web=[{"load": "1Mbps", "cca": "cubic", "cca_params": params}]))
+    assert e.value.field == f"web[0].cca_params.{next(iter(params))}" and e.value.message == fragment

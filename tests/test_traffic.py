@@ -2,6 +2,7 @@
 set-ups, RTT distributions, jitter, path dynamics and rate traces."""
 
 import copy
+import json
 import math
 
 import pytest
@@ -9,7 +10,8 @@ import pytest
 import ccarena
 from ccarena.scenario import Scenario, ScenarioError
 from ccarena.scenario.network import trace_names
-from ccarena.scenario.traffic import BACKGROUNDS, resolve_dist, sample_dist
+from ccarena import _engine
+from ccarena.scenario.traffic import BACKGROUNDS, resolve_dist
 from ccarena.scenario.units import parse_duration
 
 BASE = {
@@ -55,7 +57,7 @@ def test_udp_and_web_tables_resolve_into_engine_units():
         ({"udp": [{"rate": "8Mbps", "pattern": "burst"}]}, "udp[0].pattern", "cbr, poisson, on_off"),
         ({"udp": [{"rate": "8Mbps", "pattern": "on_off", "on": "1s"}]}, "udp[0].off", "missing"),
         ({"udp": [{"pattern": "cbr"}]}, "udp[0].rate", "missing"),
-        ({"udp": [{"rate": "8Mbps", "packet_size": "10B"}]}, "udp[0].packet_size", "28B"),
+        ({"udp": [{"rate": "8Mbps", "packet_size": "10B"}]}, "udp[0].packet_size", "28..65535 bytes"),
         ({"web": [{"direction": "forward"}]}, "web[0].load", "missing"),
         ({"web": [{"load": "1Mbps", "cca": "cubc"}]}, "web[0].cca", "allowed"),
         ({"web": [{"load": "1Mbps", "direction": "up"}]}, "web[0].direction", "forward, reverse, both"),
@@ -95,10 +97,10 @@ def test_flow_direction_jitter_and_background_flags():
 def test_rtts_drawn_from_a_distribution_depend_on_the_seed_only():
     d = copy.deepcopy(BASE)
     d["flows"] = [{"cca": "reno", "count": 400, "rtt": {"distribution": "exponential", "mean": "132ms"}}]
-    a = [f["rtt"] for f in Scenario.from_dict(d).engine["flows"]]
-    assert a == [f["rtt"] for f in Scenario.from_dict(d).engine["flows"]]
+    a = Scenario.from_dict(d).flow_rtts()
+    assert a == Scenario.from_dict(d).flow_rtts()
     d["run"]["seed"] = 2
-    b = [f["rtt"] for f in Scenario.from_dict(d).engine["flows"]]
+    b = Scenario.from_dict(d).flow_rtts()
     assert a != b
     mean_ms = sum(a) / len(a) / 1e6
     assert 132 * 0.85 < mean_ms < 132 * 1.15
@@ -108,10 +110,8 @@ def test_rtts_drawn_from_a_distribution_depend_on_the_seed_only():
     assert ks < 1.63 / math.sqrt(len(xs))
 
 
-def test_python_draws_follow_the_distribution_means():
-    import random
-
-    rng = random.Random(1)
+def test_draws_follow_the_distribution_means():
+    # Drawn by the engine (the one sampler), from distributions resolved here.
     for spec, mean in [
         ({"distribution": "uniform", "min": "10ms", "max": "30ms"}, 20e6),
         ({"distribution": "normal", "mean": "50ms", "sd": "5ms"}, 50e6),
@@ -119,7 +119,7 @@ def test_python_draws_follow_the_distribution_means():
         ({"distribution": "pareto", "k": "10ms", "alpha": 3}, 15e6),
     ]:
         d = resolve_dist(spec, parse_duration, "x")
-        m = sum(sample_dist(d, rng) for _ in range(20_000)) / 20_000
+        m = sum(_engine.sample_dist_json(json.dumps(d), 1, "test", 20_000)) / 20_000
         assert abs(m / mean - 1) < 0.03, (spec, m)
 
 

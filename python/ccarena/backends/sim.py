@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from .. import _engine
 from ..scenario.catalogue import Catalogue, engine_cca_names
-from ..scenario.checks import engine_error
 from ..scenario.model import Scenario
 from .base import ProgressCallback
 from .cca import check_params, load_cca_files, python_classes, registered_ccas
@@ -74,7 +73,7 @@ class SimBackend:
         try:
             record_json = simulate(scenario.engine_json(), classes, progress, slices)
         except ValueError as e:  # the engine checks what it runs (scenarios loaded to run at once are checked only here)
-            raise engine_error(e) from None
+            raise scenario.engine_error(e) from None
         wall = time.perf_counter() - started
         return RunResult(scenario=scenario, record=json.loads(record_json), wall_time_s=wall)
 

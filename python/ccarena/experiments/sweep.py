@@ -399,4 +399,4 @@ def repetitions_identical(specs: list[RunSpec]) -> bool:
         return False  # the configurations themselves differ
     loss = a["network"].get("loss", {})
     random_loss = (loss.get("model") == "bernoulli" and loss.get("p", 0) > 0) or loss.get("model") == "gilbert_elliott"
-    return not random_loss and a["run"].get("start_jitter", 0) == 0
+    return not random_loss and a["run"].get("start_jitter", 0) == 0 and not any(isinstance(f["rtt"], dict) for f in a["flows"])

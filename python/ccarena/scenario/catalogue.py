@@ -33,6 +33,32 @@ def engine_cca_names() -> frozenset[str]:
     return frozenset(c["name"] for c in cca_catalogue())
 
 
+@cache
+def _engine_params() -> dict[str, dict[str, dict]]:
+    return {c["name"]: {p["name"]: p for p in c["params"]} for c in cca_catalogue()}
+
+
+def check_param_values(cca: str, params: dict, where: str) -> None:
+    """Refuses a `cca_params` value of a type no parameter takes (a string, a
+    list, a table), naming the parameter and, for the engine's algorithms,
+    what it takes; names and ranges are the engine's (or the Python
+    algorithm's) to check."""
+    for name, value in params.items():
+        if isinstance(value, (bool, int, float)):
+            continue
+        spec = _engine_params().get(cca, {}).get(name)
+        if spec is None:
+            wanted = "must be a number or true/false"
+        elif isinstance(spec["default"], bool):
+            wanted = "must be true or false"
+        elif isinstance(spec["default"], int):
+            wanted = f"must be an integer in {spec['min']:.0f}..{spec['max']:.0f}"
+        else:
+            wanted = f"must be a number in [{spec['min']:g}, {spec['max']:g}]"
+        text = repr(value).encode("ascii", "backslashreplace").decode("ascii")
+        raise ScenarioError(f"{where}.{name}", f"{wanted}, got {text if len(text) <= 40 else text[:37] + '...'}")
+
+
 #: Parts of the scenario language a backend may lack, by the name errors use.
 FEATURES = (
     "udp",

@@ -9,6 +9,7 @@ checking its input back into a ``ScenarioError``.
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
 from typing import Any, Callable
@@ -18,6 +19,7 @@ from .units import parse_duration
 
 __all__ = [
     "check_keys",
+    "did_you_mean",
     "unit",
     "require",
     "int_in",
@@ -70,8 +72,16 @@ def check_keys(table: Any, allowed: set[str] | dict, where: str) -> dict:
         raise ScenarioError(where, f"must be a table, got {table!r}")
     for key in table:
         if key not in allowed:
-            raise ScenarioError(f"{where}.{key}" if where else key, f"unknown field; allowed: {', '.join(sorted(allowed))}")
+            raise ScenarioError(f"{where}.{key}" if where else key, f"unknown field; allowed: {', '.join(sorted(allowed))}{did_you_mean(key, allowed)}")
     return table
+
+
+def did_you_mean(name: Any, allowed: Any) -> str:
+    """"; did you mean 'x'?" for a near miss among `allowed`, else ""."""
+    if not isinstance(name, str):
+        return ""
+    close = difflib.get_close_matches(name, sorted(str(a) for a in allowed), n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""
 
 
 def unit(parse: Callable[[Any], Any], value: Any, where: str) -> Any:
@@ -125,15 +135,26 @@ def positive_duration(value: Any, where: str) -> int:
     return ns
 
 
-_ENGINE_FIELD = re.compile(r"([\w\[\]\.]+): (.*)")
+_EXPANDED = re.compile(r"(flows|udp|web)\[(\d+)\]")
 
 
-def engine_error(error: ValueError) -> ScenarioError:
+def engine_error(error: ValueError, origins: dict[str, list[str]] | None = None) -> ScenarioError:
     """The engine's complaint about its input as a ``ScenarioError``.
 
-    The engine's messages start with the dotted field (``flows[1].rtt: must be
-    positive``); this recovers it from the text.
+    The engine raises ``ConfigError`` with the dotted field it refused
+    (``flows[5].tcp.mss``) and the message. `origins` maps each engine list
+    (``flows``, ``udp``, ``web``) to the scenario table every entry came from
+    (a table with ``count = 3`` gives three engine flows), so the field is
+    named as the user wrote it (``flows[1].tcp.mss``). Any other ValueError
+    (the engine could not read its input at all) is reported as it is.
     """
-    text = str(error)
-    m = _ENGINE_FIELD.match(text)
-    return ScenarioError(m.group(1), m.group(2)) if m else ScenarioError("scenario", text)
+    field, message = getattr(error, "field", None), getattr(error, "message", None)
+    if not isinstance(field, str) or not isinstance(message, str):
+        return ScenarioError("scenario", str(error))
+    m = _EXPANDED.match(field)
+    if m and origins is not None:
+        table = origins.get(m.group(1), [])
+        index = int(m.group(2))
+        if index < len(table):
+            field = table[index] + field[m.end():]
+    return ScenarioError(field, message)

@@ -9,16 +9,15 @@ inter-group throughput ratio need it.
 
 from __future__ import annotations
 
-import random
 from typing import Any, Callable
 
 from ..errors import ScenarioError
-from .catalogue import Catalogue
+from .catalogue import Catalogue, check_param_values
 from .checks import boolean, check_keys, int_in, require, unit
 from .network import resolve_jitter
 from .tcp import resolve_tcp
-from .traffic import BACKGROUNDS, direction_of, resolve_dist, sample_dist
-from .units import ENGINE_MAX, parse_duration, parse_size
+from .traffic import BACKGROUNDS, direction_of, resolve_dist
+from .units import parse_duration, parse_size
 
 __all__ = ["flow_tables", "resolve_flows", "flow_groups_of"]
 
@@ -68,6 +67,7 @@ def _check_cca(group: dict, where: str, catalogue: Catalogue) -> tuple[str, dict
 def _check_params(cca: str, params: Any, where: str, catalogue: Catalogue) -> dict:
     if not isinstance(params, dict):
         raise ScenarioError(where, "must be a table such as { hystart = false }")
+    check_param_values(cca, params, where)
     if cca in catalogue.python and catalogue.check_params is not None:
         # Python algorithms check their own parameters (the engine checks the built-in ones).
         try:
@@ -79,7 +79,7 @@ def _check_params(cca: str, params: Any, where: str, catalogue: Catalogue) -> di
     return params
 
 
-def _resolve_group(group: Any, where: str, catalogue: Catalogue, base_tcp: dict, seed: int, offset: int,
+def _resolve_group(group: Any, where: str, catalogue: Catalogue, base_tcp: dict, offset: int,
                    from_setup: bool) -> list[dict]:
     """The engine flows of one flow table."""
     check_keys(group, _FLOW_KEYS, where)
@@ -87,20 +87,14 @@ def _resolve_group(group: Any, where: str, catalogue: Catalogue, base_tcp: dict,
     count = int_in(group.get("count", 1), f"{where}.count", 1, 10_000)
     rtt_value = require(group, "rtt", where)
     if isinstance(rtt_value, dict):
-        # RTTs drawn per flow from the run's seed: repetitions draw afresh.
-        dist = resolve_dist(rtt_value, parse_duration, f"{where}.rtt")
-        rng = random.Random(f"{seed}:{where}.rtt")
-        try:
-            rtts = [max(1000, int(round(sample_dist(dist, rng)))) for _ in range(count)]
-        except (OverflowError, ValueError, ZeroDivisionError):
-            raise ScenarioError(f"{where}.rtt", "the distribution's parameters give RTTs too large to use") from None
-        if max(rtts) > ENGINE_MAX:
-            raise ScenarioError(f"{where}.rtt", "the distribution's parameters give RTTs too large to use")
+        # The engine draws each flow's RTT from the run's seed (its flow-rtt
+        # stream, in flow order): repetitions draw afresh.
+        rtts: list = [resolve_dist(rtt_value, parse_duration, f"{where}.rtt")] * count
     else:
         rtts = _per_flow(rtt_value, count, parse_duration, f"{where}.rtt")
-    for r in rtts:
-        if r <= 0:
-            raise ScenarioError(f"{where}.rtt", "must be positive")
+        for r in rtts:
+            if r <= 0:
+                raise ScenarioError(f"{where}.rtt", "must be positive")
     starts = _per_flow(group.get("start", 0), count, parse_duration, f"{where}.start")
     if "stagger" in group:
         step = unit(parse_duration, group["stagger"], f"{where}.stagger")
@@ -143,12 +137,14 @@ def _resolve_group(group: Any, where: str, catalogue: Catalogue, base_tcp: dict,
     return out
 
 
-def resolve_flows(doc: dict, catalogue: Catalogue, base_tcp: dict, seed: int) -> tuple[list[dict], list[int]]:
-    """The engine flows of every flow table, and the group of each."""
+def resolve_flows(doc: dict, catalogue: Catalogue, base_tcp: dict) -> tuple[list[dict], list[int]]:
+    """The engine flows of every flow table, and the group of each. A flow
+    whose table gives its RTT as a distribution carries the distribution
+    (engine form); the engine draws it."""
     flows: list[dict] = []
     groups: list[int] = []
     for i, (where, table, offset, from_setup) in enumerate(flow_tables(doc)):
-        new = _resolve_group(table, where, catalogue, base_tcp, seed, offset, from_setup)
+        new = _resolve_group(table, where, catalogue, base_tcp, offset, from_setup)
         flows += new
         groups += [i] * len(new)
     return flows, groups

@@ -27,14 +27,15 @@ from typing import Any, Callable
 from .. import _engine
 from ..errors import ScenarioError
 from .catalogue import FEATURES, Catalogue, cca_catalogue, engine_cca_names
+from . import schema
 from .checks import check_keys, check_name, engine_error, excerpt, file_name, int_in, require, unit
 from .document import apply_overrides, check_depth, dump_toml, parse_override, parse_toml, read_document
-from .flows import resolve_flows
+from .flows import flow_tables, resolve_flows
 from .linux_options import resolve_linux_options
 from .network import changes_rate, check_red_fits, resolve_dynamics, resolve_loss, resolve_qdisc, resolve_trace, trace_mean_rate_bps
 from .tcp import resolve_tcp
 from .traffic import BACKGROUNDS, resolve_udp, resolve_web
-from .units import parse_buffer, parse_duration, parse_rate
+from .units import ENGINE_MAX, parse_buffer, parse_duration, parse_rate
 
 __all__ = [
     "Scenario",
@@ -155,13 +156,48 @@ def check_cost(engine: dict) -> None:
         )
 
 
-def check_with_engine(engine: dict, external: list[str]) -> None:
+def flow_rtts(flows: list[dict], seed: int, doc: dict) -> list[int]:
+    """The RTT (ns) each engine flow gets: fixed ones as given, those given
+    as a distribution as the engine draws them from `seed` (its flow-rtt
+    stream, one draw per such flow in flow order)."""
+    if not any(isinstance(f["rtt"], dict) for f in flows):
+        return [f["rtt"] for f in flows]
+    # The draws depend on the seed and the flows alone; the rest is a placeholder.
+    config = {"network": {"bottleneck_rate": 1, "buffer": {"packets": 1}}, "flows": flows, "run": {"duration": 1, "seed": seed}}
+    origins = {"flows": [where for where, table, _, _ in flow_tables(doc) for _ in range(table.get("count", 1))]}
+    try:
+        rtts = _engine.flow_rtts_json(json.dumps(config))
+    except ValueError as e:
+        raise engine_error(e, origins) from None
+    for where, r in zip(origins["flows"], rtts):
+        if r > ENGINE_MAX:
+            raise ScenarioError(f"{where}.rtt", "the distribution's parameters give RTTs too large to use")
+    return rtts
+
+
+def engine_origins(doc: dict) -> dict[str, list[str]]:
+    """The scenario table (dotted, as written) each entry of the engine's
+    ``flows``, ``udp`` and ``web`` lists came from, for a resolved document:
+    a table with ``count = n`` gives n flows or sources, a web table with
+    ``direction = "both"`` two generators, and the background set-up's
+    tables follow the scenario's own."""
+    flows = [where for where, table, _, _ in flow_tables(doc) for _ in range(table.get("count", 1))]
+    udp = [f"udp[{i}]" for i, t in enumerate(doc.get("udp", [])) for _ in range(t.get("count", 1))]
+    background = doc.get("background", "none")
+    web_tables = [(f"web[{i}]", t) for i, t in enumerate(doc.get("web", []))]
+    web_tables += [(f"background[{background}].web[{k}]", t) for k, t in enumerate(BACKGROUNDS[background].get("web", []))]
+    web = [where for where, t in web_tables for _ in range(2 if t.get("direction") == "both" else 1)]
+    return {"flows": flows, "udp": udp, "web": web}
+
+
+def check_with_engine(engine: dict, external: list[str], doc: dict | None = None) -> None:
     """Has the engine check its input (what it would run); `external` are the
-    algorithms it is not to build itself (checked by the backend that runs them)."""
+    algorithms it is not to build itself (checked by the backend that runs
+    them); `doc`, the scenario it came from, names fields as written there."""
     try:
         _engine.validate_json(json.dumps(engine), external)
     except ValueError as e:
-        raise engine_error(e) from None
+        raise engine_error(e, engine_origins(doc) if doc is not None else None) from None
 
 
 def resolve(doc: dict, catalogue: Catalogue | None = None, base: Path | None = None, check: bool = True) -> tuple[dict, Meta]:
@@ -187,7 +223,7 @@ def resolve(doc: dict, catalogue: Catalogue | None = None, base: Path | None = N
     if not isinstance(flows, list) or not flows:
         raise ScenarioError("flows", "must be a non-empty list of [[flows]] tables")
 
-    seed = int_in(run.get("seed", 1), "run.seed", 0, 2**63 - 1)
+    seed = int_in(run.get("seed", schema.default("run", "seed")), "run.seed", 0, 2**63 - 1)
     trace = None
     if "trace" in net:
         trace = resolve_trace(net["trace"], net.get("trace_repeat", True), base)
@@ -212,10 +248,11 @@ def resolve(doc: dict, catalogue: Catalogue | None = None, base: Path | None = N
     if not isinstance(background, str) or background not in BACKGROUNDS:
         raise ScenarioError("background", f"unknown background set-up {excerpt(background)}; allowed: {', '.join(BACKGROUNDS)}")
     setup = BACKGROUNDS[background]
-    engine_flows, groups = resolve_flows(doc, catalogue, base_tcp, seed)
+    engine_flows, groups = resolve_flows(doc, catalogue, base_tcp)
     # A size in BDPs is sized for the flows under study.
-    rtts_ns = [f["rtt"] for f in engine_flows if not f["background"]] or [f["rtt"] for f in engine_flows]
-    bdp_bytes = _bdp_bytes(net, rate, max(rtts_ns))
+    rtts_ns = flow_rtts(engine_flows, seed, doc)
+    studied = [r for r, f in zip(rtts_ns, engine_flows) if not f["background"]] or rtts_ns
+    bdp_bytes = _bdp_bytes(net, rate, max(studied))
     kind, amount = unit(parse_buffer, require(net, "buffer", "network"), "network.buffer")
     if kind == "bdp":
         kind, amount = "bytes", bdp_bytes(amount)
@@ -236,15 +273,16 @@ def resolve(doc: dict, catalogue: Catalogue | None = None, base: Path | None = N
         network["qdisc"] = resolve_qdisc(net["qdisc"], "network.qdisc", bdp_bytes)
         check_red_fits(network["qdisc"], network["buffer"])
 
+    run_fields = schema.fields("run")
     duration = unit(parse_duration, require(run, "duration", "run"), "run.duration")
-    if duration <= 0:
-        raise ScenarioError("run.duration", "must be positive")
-    warmup = unit(parse_duration, run.get("warmup", 0), "run.warmup")
+    schema.check_range(duration, run_fields["duration"], "run.duration", run["duration"])
+    warmup = unit(parse_duration, run["warmup"], "run.warmup") if "warmup" in run else run_fields["warmup"]["default"]
     if warmup >= duration:
         raise ScenarioError("run.warmup", f"must be shorter than run.duration ({run['duration']})")
-    interval = unit(parse_duration, run.get("sample_interval", "100ms"), "run.sample_interval")
-    if interval <= 0:
-        raise ScenarioError("run.sample_interval", "must be positive")
+    interval = run_fields["sample_interval"]["default"]
+    if "sample_interval" in run:
+        interval = unit(parse_duration, run["sample_interval"], "run.sample_interval")
+        schema.check_range(interval, run_fields["sample_interval"], "run.sample_interval", run["sample_interval"])
     start_jitter = unit(parse_duration, run.get("start_jitter", DEFAULT_START_JITTER), "run.start_jitter")
 
     udp = resolve_udp(doc.get("udp", []), duration)
@@ -262,11 +300,12 @@ def resolve(doc: dict, catalogue: Catalogue | None = None, base: Path | None = N
         lacking = [f for f in _features_used(engine) if f not in catalogue.features]
         if lacking:
             raise ScenarioError("backend", catalogue.refusal.format(features=", ".join(lacking)))
-    used = {f["cca"] for f in engine_flows}
+    # Web generators may use the algorithms written in Python too.
+    used = {f["cca"] for f in engine_flows} | {w["cca"] for w in web}
     python_ccas = sorted(used & catalogue.python)
     if check:
         # Algorithms the engine does not have are the backend's to check (their names were checked above).
-        check_with_engine(engine, sorted(used - engine_cca_names()))
+        check_with_engine(engine, sorted(used - engine_cca_names()), doc)
         check_cost(engine)
     meta = Meta(
         flow_groups=tuple(groups),
@@ -369,9 +408,17 @@ class Scenario:
         try:
             check_cost(self.engine)
         except ScenarioError:
-            used = {f["cca"] for f in self.engine["flows"]}
-            check_with_engine(self.engine, sorted(used - engine_cca_names()))
+            used = {f["cca"] for f in self.engine["flows"]} | {w["cca"] for w in self.engine["web"]}
+            check_with_engine(self.engine, sorted(used - engine_cca_names()), self.doc)
             raise
+
+    def flow_rtts(self) -> list[int]:
+        """The RTT (ns) each flow gets, drawn ones included (the run's record has the same)."""
+        return flow_rtts(self.engine["flows"], self.seed, self.doc)
+
+    def engine_error(self, error: ValueError) -> ScenarioError:
+        """The engine's complaint about this scenario's input, naming the field as the scenario wrote it."""
+        return engine_error(error, engine_origins(self.doc))
 
     def engine_json(self) -> str:
         return json.dumps(self.engine)

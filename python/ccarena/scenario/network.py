@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..errors import ScenarioError
-from .checks import boolean, check_keys, excerpt, int_in, number, positive_duration, prob, require, unit
+from . import schema
+from .checks import boolean, check_keys, did_you_mean, excerpt, number, positive_duration, require, unit
 from .units import parse_buffer, parse_duration, parse_rate, parse_size
 
 __all__ = [
@@ -28,32 +29,42 @@ __all__ = [
 
 # ---------------------------------------------------------------- loss
 
-# The engine's loss models and their fields.
-_LOSS_MODELS = {
-    "bernoulli": {"p"},
-    "periodic": {"p"},
-    "gilbert_elliott": {"p_gb", "p_bg", "loss_good", "loss_bad"},
-    "scheduled": {"at"},
-    "outages": {"windows"},
-}
+# Loss-model fields a scenario writes under another name: times with units
+# there, nanoseconds in the engine. The models and their fields are the
+# engine's schema's ("loss" table).
+_LOSS_NAME = {"at_ns": "at", "windows_ns": "windows"}
+
+
+def _loss_fields(model: str) -> dict[str, dict]:
+    """Scenario name -> schema field of a loss model's fields."""
+    return {_LOSS_NAME.get(k, k): f for k, f in schema.fields("loss", model).items()}
+
+
+def _probability(value: Any, f: dict, where: str) -> float:
+    """A number checked against a loss field's range (a probability)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or abs(value) > 2**1000:
+        raise ScenarioError(where, f"{f['rule']}, got {excerpt(value)}")
+    schema.check_range(float(value), f, where, value)
+    return float(value)
 
 
 def resolve_loss(value: Any, where: str) -> dict:
     """A probability (Bernoulli loss) or a table naming its ``model``."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return {"model": "bernoulli", "p": prob(value, where)}
+        return {"model": "bernoulli", "p": _probability(value, schema.fields("loss", "bernoulli")["p"], where)}
     if not isinstance(value, dict):
         raise ScenarioError(where, f"must be a probability or a table with a 'model'; got {value!r}")
     model = value.get("model", "bernoulli")
-    if model not in _LOSS_MODELS:
-        raise ScenarioError(f"{where}.model", f"unknown loss model {model!r}; allowed: {', '.join(sorted(_LOSS_MODELS))}")
-    check_keys(value, _LOSS_MODELS[model] | {"model"}, where)
-    for key in _LOSS_MODELS[model]:
-        require(value, key, where)
-    if model in ("bernoulli", "periodic"):
-        return {"model": model, "p": prob(value["p"], f"{where}.p")}
-    if model == "gilbert_elliott":
-        return {"model": model, **{k: prob(value[k], f"{where}.{k}") for k in sorted(_LOSS_MODELS[model])}}
+    models = schema.variants("loss")
+    if model not in models:
+        raise ScenarioError(f"{where}.model", f"unknown loss model {excerpt(model)}; allowed: {', '.join(sorted(models))}{did_you_mean(model, models)}")
+    fields = _loss_fields(model)
+    check_keys(value, set(fields) | {"model"}, where)
+    for key, f in fields.items():
+        if f["required"]:
+            require(value, key, where)
+    if all(f["kind"] == "float" for f in fields.values()):
+        return {"model": model, **{k: _probability(value[k], fields[k], f"{where}.{k}") for k in sorted(fields) if k in value}}
     if model == "scheduled":
         at = value["at"]
         if not isinstance(at, list):
@@ -74,72 +85,53 @@ def resolve_loss(value: Any, where: str) -> dict:
 
 # ---------------------------------------------------------------- queue discipline
 
-#: Queue disciplines and their fields, with the kind of value each takes
-#: (docs/scenario.md lists the defaults, Linux's).
-_QDISCS = {
-    "drop_tail": {},
-    "red": {
-        "min": "queue", "max": "queue", "max_p": "prob", "w_q": "prob", "burst": "count", "avpkt": "size",
-        "ecn": "bool", "harddrop": "bool", "gentle": "bool",
-    },
-    "codel": {"target": "duration", "interval": "duration", "ecn": "bool", "ce_threshold": "duration"},
-    "fq_codel": {
-        "target": "duration", "interval": "duration", "ecn": "bool", "ce_threshold": "duration",
-        "flows": "count", "quantum": "size", "drop_batch_size": "count",
-    },
-    "pie": {
-        "target": "duration", "tupdate": "duration", "alpha": "hz", "beta": "hz",
-        "ecn": "bool", "bytemode": "bool", "dq_rate_estimator": "bool",
-    },
-}
-
-
 def resolve_qdisc(value: Any, where: str, bdp_bytes: Callable[[float], int]) -> dict:
     """`qdisc = "codel"` or `qdisc = { kind = "red", min = "30p", ... }` in
     engine form; `bdp_bytes(multiple)` converts a `bdp` queue size to bytes."""
     named = isinstance(value, str)
     if named:
         value = {"kind": value}
+    # The default (drop-tail) first, then the engine's others.
+    first = schema.default("network", "qdisc")["kind"]
+    kinds = [first] + [k for k in schema.variants("qdisc") if k != first]
     if not isinstance(value, dict):
-        raise ScenarioError(where, f"must be a name or a table with a 'kind'; allowed kinds: {', '.join(_QDISCS)}")
+        raise ScenarioError(where, f"must be a name or a table with a 'kind'; allowed kinds: {', '.join(kinds)}")
     kind = value.get("kind")
-    if kind not in _QDISCS:
+    if kind not in kinds:
         w = f"{where}.kind" if "kind" in value and not named else where
-        raise ScenarioError(w, f"unknown queue discipline {kind!r}; allowed: {', '.join(_QDISCS)}")
-    fields = _QDISCS[kind]
+        raise ScenarioError(w, f"unknown queue discipline {excerpt(kind)}; allowed: {', '.join(kinds)}{did_you_mean(kind, kinds)}")
+    fields = schema.fields("qdisc", kind)
     check_keys(value, set(fields) | {"kind"}, where)
     out: dict[str, Any] = {"kind": kind}
     for key, v in value.items():
         if key == "kind":
             continue
-        w, t = f"{where}.{key}", fields[key]
+        w, f = f"{where}.{key}", fields[key]
+        t = f["kind"]
         if t == "bool":
             out[key] = boolean(v, w)
-        elif t == "duration":
-            out[key] = unit(parse_duration, v, w)
-            if out[key] <= 0:
-                raise ScenarioError(w, "must be positive")
-        elif t == "count":
-            out[key] = int_in(v, w, 1, 2**31 - 1)
-        elif t == "size":
-            out[key] = unit(parse_size, v, w)
-            if out[key] <= 0:
-                raise ScenarioError(w, "must be positive")
-        elif t == "prob":
-            out[key] = prob(v, w)
-            if out[key] == 0:
-                raise ScenarioError(w, "must be above 0")
-        elif t == "hz":
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 2:
-                raise ScenarioError(w, f"must be a number in [0, 2] (per second of delay), got {v!r}")
-            out[key] = float(v)
-        else:  # a queue size: bytes or packets
+            continue
+        if t == "queue_limit":  # bytes or packets; the engine checks min against max
             kind_, amount = unit(parse_buffer, v, w)
             if kind_ == "bdp":
                 kind_, amount = "bytes", bdp_bytes(amount)
             if amount < 1:
                 raise ScenarioError(w, f"must be at least one byte or packet, got {v!r}")
             out[key] = {kind_: int(amount)}
+            continue
+        if t == "duration_ns":
+            out[key] = unit(parse_duration, v, w)
+        elif t == "bytes":
+            out[key] = unit(parse_size, v, w)
+        elif t == "int":
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise ScenarioError(w, f"must be an integer, got {excerpt(v)}")
+            out[key] = v
+        else:  # float
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or abs(v) > 2**1000:
+                raise ScenarioError(w, f"{f.get('rule', 'must be a number')}, got {excerpt(v)}")
+            out[key] = float(v)
+        schema.check_range(out[key], f, w, v)
     return out
 
 
@@ -258,11 +250,14 @@ def _setting(t: Any, where: str) -> dict:
     return out
 
 
-_DYNAMICS = {
-    "step": {"at", "rate", "delay", "loss"},
-    "pulse": {"start", "period", "duty", "high", "low", "until"},
-    "random_walk": {"property", "interval", "initial", "min", "max", "step", "correlation", "bounds", "start", "until"},
-}
+def _dynamics_keys() -> dict[str, set[str]]:
+    """The fields of each kind of change as a scenario writes them: the
+    engine's (schema table "dynamics"), except that a step writes its
+    setting's fields (rate, delay, loss) beside `at` rather than in `set`."""
+    keys = {kind: set(schema.fields("dynamics", kind)) for kind in schema.variants("dynamics")}
+    keys["step"] = (keys["step"] - {"set"}) | set(schema.fields("path_setting"))
+    # Steps first: the simplest change, and the one most scenarios use.
+    return {"step": keys.pop("step"), **keys}
 
 
 def resolve_dynamics(tables: Any) -> list[dict]:
@@ -276,9 +271,15 @@ def resolve_dynamics(tables: Any) -> list[dict]:
         if not isinstance(t, dict):
             raise ScenarioError(where, "must be a table")
         kind = t.get("kind")
-        if kind not in _DYNAMICS:
-            raise ScenarioError(f"{where}.kind", f"unknown change {kind!r}; allowed: {', '.join(_DYNAMICS)}")
-        check_keys(t, _DYNAMICS[kind] | {"kind"}, where)
+        kinds = _dynamics_keys()
+        if kind not in kinds:
+            raise ScenarioError(f"{where}.kind", f"unknown change {excerpt(kind)}; allowed: {', '.join(kinds)}{did_you_mean(kind, kinds)}")
+        check_keys(t, kinds[kind] | {"kind"}, where)
+        fields = schema.fields("dynamics", kind)
+
+        def in_range(k: str, v: float) -> float:
+            schema.check_range(v, fields[k], f"{where}.{k}", t.get(k, v))
+            return v
 
         def opt_time(k: str) -> int | None:
             return unit(parse_duration, t[k], f"{where}.{k}") if k in t else None
@@ -289,9 +290,7 @@ def resolve_dynamics(tables: Any) -> list[dict]:
         elif kind == "pulse":
             for k in ("period", "high", "low"):
                 require(t, k, where)
-            duty = number(t.get("duty", 0.5), f"{where}.duty", 0.0, 1.0)
-            if not 0 < duty < 1:
-                raise ScenarioError(f"{where}.duty", "must be between 0 and 1 (exclusive)")
+            duty = in_range("duty", number(t.get("duty", fields["duty"]["default"]), f"{where}.duty"))
             out.append(
                 {
                     "kind": "pulse", "start": opt_time("start") or 0, "period": positive_duration(t["period"], f"{where}.period"),
@@ -302,8 +301,8 @@ def resolve_dynamics(tables: Any) -> list[dict]:
         else:
             prop = t.get("property")
             parse = {"rate": parse_rate, "delay": parse_duration}.get(prop)
-            if prop not in ("rate", "delay", "loss"):
-                raise ScenarioError(f"{where}.property", f"must be one of rate, delay, loss, got {prop!r}")
+            if prop not in fields["property"]["values"]:
+                raise ScenarioError(f"{where}.property", f"must be one of {', '.join(fields['property']['values'])}, got {excerpt(prop)}")
             for k in ("interval", "initial", "min", "max", "step"):
                 require(t, k, where)
 
@@ -320,18 +319,18 @@ def resolve_dynamics(tables: Any) -> list[dict]:
             out.append(
                 {
                     "kind": "random_walk", "property": prop, "interval": positive_duration(t["interval"], f"{where}.interval"),
-                    "initial": init, "min": lo, "max": hi, "step": value("step"),
-                    "correlation": number(t.get("correlation", 0.0), f"{where}.correlation", 0.0, 0.999),
-                    "bounds": _bounds(t.get("bounds", "clamp"), f"{where}.bounds"),
+                    "initial": init, "min": lo, "max": hi, "step": in_range("step", value("step")),
+                    "correlation": in_range("correlation", number(t.get("correlation", fields["correlation"]["default"]), f"{where}.correlation")),
+                    "bounds": _bounds(t.get("bounds", fields["bounds"]["default"]), fields["bounds"]["values"], f"{where}.bounds"),
                     "start": opt_time("start") or 0, "until": opt_time("until"),
                 }
             )
     return out
 
 
-def _bounds(value: Any, where: str) -> str:
-    if value not in ("clamp", "reflect"):
-        raise ScenarioError(where, f"must be clamp or reflect, got {value!r}")
+def _bounds(value: Any, allowed: list[str], where: str) -> str:
+    if value not in allowed:
+        raise ScenarioError(where, f"must be {' or '.join(allowed)}, got {excerpt(value)}")
     return value
 
 

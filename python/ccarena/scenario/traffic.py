@@ -8,42 +8,43 @@ naming the field. docs/scenario.md documents the syntax.
 from __future__ import annotations
 
 import math
-import random
-from statistics import NormalDist
 from typing import Any, Callable
 
 from ..errors import ScenarioError
-from .checks import check_keys, number, positive_duration, unit
+from . import schema
+from .catalogue import check_param_values
+from .checks import check_keys, did_you_mean, excerpt, number, positive_duration, unit
 from .tcp import resolve_tcp
 from .units import parse_duration, parse_rate, parse_size
 
 __all__ = [
     "BACKGROUNDS",
-    "SURGE",
+    "surge",
     "resolve_dist",
-    "sample_dist",
     "direction_of",
     "resolve_udp",
     "resolve_web",
 ]
 
-#: SURGE file sizes (Barford and Crovella 1998): lognormal body (mu 9.357,
-#: sigma 1.318, ln bytes) below 133 KB, Pareto tail (alpha 1.1) above, 7 % of
-#: files in the tail.
-SURGE = {"distribution": "lognormal_pareto", "mu": 9.357, "sigma": 1.318, "k": "133KB", "alpha": 1.1, "tail": 0.07}
-#: Default cap of web transfer sizes (the engine's default too).
-DEFAULT_MAX_SIZE = "10MB"
-
-_DIST_FIELDS = {
-    "constant": {"value"},
-    "uniform": {"min", "max"},
-    "exponential": {"mean"},
-    "normal": {"mean", "sd", "min", "max"},
-    "lognormal": {"median", "mu", "sigma"},
-    "pareto": {"k", "alpha", "max"},
-    "lognormal_pareto": {"mu", "sigma", "k", "alpha", "tail", "max"},
-}
+#: Fields of a distribution a scenario may write besides the engine's:
+#: lognormal's median (with a unit) instead of mu.
+_SCENARIO_ONLY = {"lognormal": {"median"}}
+#: Fields without a unit (shapes); the others take the unit of the value drawn.
 _UNITLESS = {"alpha", "sigma", "mu", "tail"}
+
+
+def surge() -> dict:
+    """SURGE file sizes (Barford and Crovella 1998) in engine form: lognormal
+    body (mu 9.357, sigma 1.318, ln bytes) below 133 KB, Pareto tail (alpha
+    1.1) above, 7 % of files in the tail: the engine's default web sizes
+    without their cap (``max_size`` sets it)."""
+    d = schema.default("web", "sizes")
+    return {"distribution": d["distribution"], **{k: v for k, v in d.items() if k not in ("distribution", "max")}}
+
+
+def default_max_size() -> int:
+    """The default cap of web transfer sizes (bytes): the engine's default sizes' cap."""
+    return int(schema.default("web", "sizes")["max"])
 
 
 def resolve_dist(value: Any, parse: Callable[[Any], int], where: str) -> dict:
@@ -53,46 +54,41 @@ def resolve_dist(value: Any, parse: Callable[[Any], int], where: str) -> dict:
     min, max}, lognormal {median or mu, sigma}, pareto {k, alpha, max},
     lognormal_pareto {mu, sigma, k, alpha, tail, max}; "surge" is SURGE's file sizes."""
     if value == "surge":
-        value = dict(SURGE)
+        return surge()
     if not isinstance(value, dict):
         return {"distribution": "constant", "value": float(unit(parse, value, where))}
+    kinds = schema.variants("dist")
     kind = value.get("distribution")
-    if kind not in _DIST_FIELDS:
-        raise ScenarioError(f"{where}.distribution", f"unknown distribution {kind!r}; allowed: {', '.join(_DIST_FIELDS)}")
-    check_keys(value, _DIST_FIELDS[kind] | {"distribution"}, where)
+    if kind not in kinds:
+        raise ScenarioError(f"{where}.distribution", f"unknown distribution {excerpt(kind)}; allowed: {', '.join(kinds)}{did_you_mean(kind, kinds)}")
+    fields = schema.fields("dist", kind)
+    check_keys(value, set(fields) | _SCENARIO_ONLY.get(kind, set()) | {"distribution"}, where)
     out: dict[str, Any] = {"distribution": kind}
     for key, v in value.items():
         if key == "distribution":
             continue
         w = f"{where}.{key}"
         if key in _UNITLESS:
-            out[key] = number(v, w, 0.0 if key != "mu" else -math.inf)
+            out[key] = number(v, w)
         elif key == "max" and v == "none":
             continue
         else:
             out[key] = float(unit(parse, v, w))
-    required = {
-        "constant": ["value"], "uniform": ["min", "max"], "exponential": ["mean"], "normal": ["mean", "sd"],
-        "lognormal": ["sigma"], "pareto": ["k", "alpha"], "lognormal_pareto": ["mu", "sigma", "k", "alpha"],
-    }[kind]
-    for key in required:
-        if key not in out:
-            raise ScenarioError(f"{where}.{key}", "missing required field")
-    if kind == "lognormal":
-        if ("median" in out) == ("mu" in out):
+    if kind == "lognormal" and "median" in out:
+        if "mu" in out:
             raise ScenarioError(where, "give either median (with a unit) or mu (ln of ns or bytes)")
-        if "median" in out:
-            if out["median"] <= 0:
-                raise ScenarioError(f"{where}.median", "must be positive")
-            out["mu"] = math.log(out.pop("median"))
+        if out["median"] <= 0:
+            raise ScenarioError(f"{where}.median", "must be positive")
+        out["mu"] = math.log(out.pop("median"))
+    for key, f in fields.items():
+        if key not in out:
+            if f["required"]:
+                hint = " (or median, with a unit)" if key == "mu" and kind == "lognormal" else ""
+                raise ScenarioError(f"{where}.{key}", f"missing required field{hint}")
+            continue
+        schema.check_range(out[key], f, f"{where}.{key}", value.get(key))
     if kind == "uniform" and out["min"] > out["max"]:
         raise ScenarioError(where, "needs min <= max")
-    if kind == "exponential" and out["mean"] <= 0:
-        raise ScenarioError(f"{where}.mean", "must be positive")
-    if kind == "normal" and out["sd"] <= 0:
-        raise ScenarioError(f"{where}.sd", "must be positive")
-    if "tail" in out and not 0 <= out["tail"] < 1:
-        raise ScenarioError(f"{where}.tail", "must be in [0, 1)")
     if "max" in out and "k" in out and out["max"] <= out["k"]:
         raise ScenarioError(f"{where}.max", "must be larger than k")
     _check_shape(out, where)
@@ -108,51 +104,6 @@ def _check_shape(d: dict, where: str) -> None:
     for key, (lo, hi) in _SHAPE_LIMITS.items():
         if key in d and not lo <= d[key] <= hi:
             raise ScenarioError(f"{where}.{key}", f"must be in [{lo:g}, {hi:g}], got {d[key]:g}")
-    if "k" in d and d["k"] <= 0:
-        raise ScenarioError(f"{where}.k", "must be positive")
-
-
-def sample_dist(d: dict, rng: random.Random) -> float:
-    """One draw from an engine-form distribution (for values fixed per flow
-    when a scenario is resolved, such as long-lived flows' RTTs)."""
-    kind = d["distribution"]
-    if kind == "constant":
-        return d["value"]
-    if kind == "uniform":
-        return rng.uniform(d["min"], d["max"])
-    if kind == "exponential":
-        return rng.expovariate(1.0 / d["mean"])
-    if kind == "normal":
-        lo, hi = d.get("min", -math.inf), d.get("max", math.inf)
-        for _ in range(10_000):
-            x = rng.gauss(d["mean"], d["sd"])
-            if lo <= x <= hi:
-                return x
-        return min(max(d["mean"], lo), hi)
-    if kind == "lognormal":
-        return rng.lognormvariate(d["mu"], d["sigma"])
-
-    def pareto(k: float, alpha: float, cap: float | None) -> float:
-        mass = 1.0 - (k / cap) ** alpha if cap else 1.0
-        return min(k / (1.0 - rng.random() * mass) ** (1.0 / alpha), cap or math.inf)
-
-    if kind == "pareto":
-        return pareto(d["k"], d["alpha"], d.get("max"))
-    # lognormal_pareto
-    body_at_k = 0.5 * math.erfc(-(math.log(d["k"]) - d["mu"]) / d["sigma"] / math.sqrt(2))
-    tail = d.get("tail", 1.0 - body_at_k)
-    if rng.random() < tail:
-        return pareto(d["k"], d["alpha"], d.get("max"))
-    # The body is the lognormal below k: draws are rejected above k, a bounded
-    # number of times; a body with little mass below k (a tiny k) is then drawn
-    # by inverting its CDF instead of looping for ever.
-    for _ in range(1_000):
-        x = rng.lognormvariate(d["mu"], d["sigma"])
-        if x < d["k"]:
-            return x
-    normal = NormalDist()
-    u = min(max(rng.random() * body_at_k, 1e-300), 1 - 1e-16)
-    return min(math.exp(d["mu"] + d["sigma"] * normal.inv_cdf(u)), d["k"])
 
 
 def direction_of(value: Any, where: str, both: bool = False) -> list[str]:
@@ -209,9 +160,9 @@ def resolve_udp(tables: Any, duration_ns: int) -> list[dict]:
             for key in ("on", "off"):
                 if key in t:
                     raise ScenarioError(f"{where}.{key}", "only on_off sources have on and off periods")
-        size = unit(parse_size, t.get("packet_size", "1500B"), f"{where}.packet_size")
-        if not 28 <= size <= 65535:
-            raise ScenarioError(f"{where}.packet_size", f"must be in 28B..65535B (IPv4 + UDP headers to the IP maximum), got {t['packet_size']!r}")
+        packet = schema.fields("udp")["packet_bytes"]
+        size = unit(parse_size, t.get("packet_size", packet["default"]), f"{where}.packet_size")
+        schema.check_range(size, packet, f"{where}.packet_size", t.get("packet_size"))
         rtt = positive_duration(t.get("rtt", "10ms"), f"{where}.rtt")
         start, stop, label = _start_stop_label(t, where, f"udp-{pattern}")
         count = t.get("count", 1)
@@ -241,15 +192,16 @@ def resolve_web(tables: Any, names: list[str], base_tcp: dict) -> list[dict]:
         where = f"web[{i}]"
         check_keys(t, _WEB_KEYS, where)
         load = _required_rate(t, "load", where, " (offered load, e.g. '38Mbps')")
-        cca = t.get("cca", "reno")
+        cca = t.get("cca", schema.default("web", "cca"))
         if cca not in names:
             raise ScenarioError(f"{where}.cca", f"unknown congestion control {cca!r}; allowed: {', '.join(sorted(names))}")
         params = t.get("cca_params", {})
         if not isinstance(params, dict):
             raise ScenarioError(f"{where}.cca_params", "must be a table such as { hystart = false }")
-        rtt = resolve_dist(t.get("rtt", {"distribution": "exponential", "mean": "132ms"}), parse_duration, f"{where}.rtt")
+        check_param_values(cca, params, f"{where}.cca_params")
+        rtt = resolve_dist(t["rtt"], parse_duration, f"{where}.rtt") if "rtt" in t else dict(schema.default("web", "rtt"))
         sizes = resolve_dist(t.get("sizes", "surge"), parse_size, f"{where}.sizes")
-        cap = t.get("max_size", DEFAULT_MAX_SIZE)
+        cap = t.get("max_size", default_max_size())
         if cap == "none":
             sizes.pop("max", None)
         else:

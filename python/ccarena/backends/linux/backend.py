@@ -88,7 +88,8 @@ def check_scenario(sc: Scenario) -> list[str]:
     what it does differently."""
     e = sc.engine
     notes = []
-    flows = e["flows"]
+    # RTTs given as a distribution are drawn as the engine draws them.
+    flows = [dict(f, rtt=r) for f, r in zip(e["flows"], sc.flow_rtts())]
     rate = e["network"]["bottleneck_rate"]
     if rate < MIN_RATE_BPS:
         raise ScenarioError("network.bottleneck_rate", f"the linux backend runs at least {_mbps(MIN_RATE_BPS)} (iperf3's control exchange times out below), got {_mbps(rate)}")
@@ -191,7 +192,7 @@ class _Run:
         self.e = e
         self.notes = notes
         self.progress = progress
-        self.flows = e["flows"]
+        self.flows = [dict(f, rtt=r) for f, r in zip(e["flows"], sc.flow_rtts())]
         self.n = len(self.flows)
         self.duration = e["run"]["duration"]
         self.warmup = e["run"]["warmup"]
