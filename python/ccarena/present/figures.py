@@ -379,7 +379,7 @@ def sweep_figure(points: pd.DataFrame, spec: dict, base: Path, title: str | None
             if "short_run" in points:
                 short = points["short_run"].fillna(False).to_numpy(dtype=bool)[m][order]
                 if short.any():
-                    ax.plot(xd[short], ys[short], ls="none", marker="o", ms=11, mfc="none", mec="tab:red", mew=1.1, zorder=3,
+                    ax.plot(xd[short], ys[short], ls="none", marker="o", ms=11, mfc="none", mec="0.45", mew=1.2, zorder=3,
                             label="run too short (docs/metrics.md)" if not flagged else None)
                     flagged = True
         for j, (ref, citation) in enumerate(references):

@@ -368,7 +368,7 @@ def _experiment_page(res: Results, exp, out_dir: Path, per_run: str, say, info: 
         flagged = points[points.short_run.fillna(False).astype(bool)]
         which = "; ".join(", ".join(f"{n} = {p[n]}" for n in names_) or "the single point" for _, p in flagged.iterrows())
         body.append(f"<div class=warn><b>Runs too short for the physics at {len(flagged)} of {len(points)} points</b> "
-                    f"(&dagger; in the table, red rings in the figures): a loss-based flow under study saw fewer than "
+                    f"(&dagger; in the table, grey rings in the figures): a loss-based flow under study saw fewer than "
                     f"{SHORT_RUN_EPOCHS} congestion epochs (loss events) after warm-up, so its mean is not that of its "
                     f"steady state and a longer run may give another value, not only a narrower interval "
                     f"(docs/metrics.md, &ldquo;Runs too short&rdquo;): {html.escape(which)}.</div>")
