@@ -289,9 +289,17 @@ def test_validate_ci_set(tmp_path):
     assert "reno-50M-40v40ms" in p.stdout and "cubic-50M-40v40ms" in p.stdout
     (d,) = list(tmp_path.iterdir())
     table = json.loads((d / "table.json").read_text())
-    assert {r["metric"] for r in table} == {"share0", "ratio", "utilization", "retrans"}
+    assert {r["metric"] for r in table} == {"share0", "ratio", "utilization", "retrans", "seg_per_skb", "acks_per_seg"}
     util = [r for r in table if r["metric"] == "utilization"]
     assert all(r["kernel"] > 0.85 and r["sim"] > 0.85 for r in util)
+    # Both backends' hosts hand their devices super-packets (tcp_tso_autosize
+    # allows about 5 segments at 50 Mbit/s) and acknowledge about every second segment.
+    for r in table:
+        if r["metric"] == "seg_per_skb":
+            assert 1.3 < r["kernel"] < 8 and 1.3 < r["sim"] < 8, r
+        if r["metric"] == "acks_per_seg":
+            assert 0.2 < r["kernel"] < 0.7 and 0.2 < r["sim"] < 0.7, r
+    assert "within the kernel's spread:" in p.stdout
     assert (d / "table.md").exists() and (d / "runs" / "reno-50M-40v40ms" / "linux-seed1" / "record.json.gz").exists()
 
 

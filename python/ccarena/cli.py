@@ -776,7 +776,7 @@ def validate(
 ) -> None:
     """Run a validation suite on the simulator and on this machine's kernel, and compare."""
     # Pandas.
-    from .experiments.crosscheck import METRICS, VALIDATION_SETS, fmt_diff, format_metric, run_validation
+    from .experiments.crosscheck import METRICS, VALIDATION_SETS, fmt_diff, format_metric, run_validation, within_spread
     from .present.tables import Column, Listing
 
     if old_set is not None:
@@ -800,6 +800,8 @@ def validate(
             f"{format_metric(m, r.sim_kernel_starts)} ({format_metric(m, r.sim_kernel_starts_min)}-{format_metric(m, r.sim_kernel_starts_max)})",
         ])
     _emit(listing)
+    ok, cells = within_spread(table)
+    out.print(f"simulator within the kernel's spread: {ok} of {cells} cells")
     out.print(f"stored in [bold]{where}[/bold] (table.md, table.json, table.parquet, runs/)")
 
 

@@ -54,6 +54,8 @@ pub enum Event {
     UdpStart(u32),
     /// The measurement window of UDP source `0` closes.
     UdpStop(u32),
+    /// The receiver of flow `0` processes the batch it holds.
+    RxBatch(u32),
 }
 
 /// A 4-ary min-heap of events keyed by time << 64 | sequence, so ordering is

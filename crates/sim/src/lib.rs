@@ -11,6 +11,7 @@ pub mod cc;
 pub mod config;
 pub mod dist;
 pub mod event;
+pub mod host;
 pub mod minmax;
 pub mod net;
 pub mod packet;

@@ -10,6 +10,13 @@ use serde::Serialize;
 pub struct FlowCounters {
     /// Data segments transmitted (first transmissions and retransmissions).
     pub segments_sent: u64,
+    /// Data packets handed to the sending host's device: super-packets with
+    /// segmentation offload, else segments (segments_sent / skbs_sent is the
+    /// mean burst the sender puts on the wire back to back).
+    pub skbs_sent: u64,
+    /// ACKs the receiver sent (ACKs per data segment shows delayed and
+    /// stretch ACKs).
+    pub acks_sent: u64,
     /// Payload bytes transmitted, retransmissions included.
     pub bytes_sent: u64,
     /// Segments retransmitted (fast retransmits, RTO retransmits, TLP retransmits).

@@ -32,6 +32,8 @@ __all__ = [
 
 class FlowCounters(TypedDict):
     segments_sent: int
+    skbs_sent: int  # 0 in records made before it was counted
+    acks_sent: int
     bytes_sent: int
     retransmissions: int
     rtos: int
@@ -198,6 +200,9 @@ def normalise(record: dict) -> RunRecord:
     for f in record["flows"]:
         f.setdefault("direction", "forward")
         f.setdefault("background", False)
+        if "counters" in f:
+            f["counters"].setdefault("skbs_sent", 0)
+            f["counters"].setdefault("acks_sent", 0)
     for key in ("reverse_link", "reverse_queue_series"):
         record.setdefault(key, None)
     for key in ("udp", "udp_series", "web", "short_flows", "invariant_violations"):

@@ -101,6 +101,8 @@ class RunResult:
                     "undos": c["undos"],
                     "tlps": c["tlps"],
                     "segments_sent": c["segments_sent"],
+                    "skbs_sent": c.get("skbs_sent", 0),
+                    "acks_sent": c.get("acks_sent", 0),
                     "bytes_sent": c["bytes_sent"],
                     "bytes_delivered": c["bytes_delivered"],
                     "window_retransmissions": c["retransmissions"] - c["retrans_at_window_start"],

@@ -3,7 +3,8 @@
 a typo is found before a kernel run). Documented in docs/linux-backend.md.
 
     [linux]
-    offloads = false        # TSO/GSO/GRO on every veth (true: the kernel's default)
+    offloads = true         # TSO/GSO/GRO on every veth (default: [hosts].tso, so the kernel's
+                            # hosts send as the simulator's do)
     tbf_burst = "auto"      # tbf bucket size; "auto" = max(2 packets, 1 ms at the rate)
     rps = true              # spread receive processing over all cores (RPS) on every link
     force_rate = false      # run a bottleneck_rate above what the machine carries (flagged)
@@ -39,10 +40,11 @@ def max_burst(rate_bps: int) -> int:
     return max(4 * FRAME_BYTES, rate_bps // 8 * MAX_BURST_MS // 1000)
 
 
-def resolve_linux_options(table: Any, rate_bps: int) -> dict:
-    """The options with their defaults filled in (`rate_bps`: the bottleneck's)."""
+def resolve_linux_options(table: Any, rate_bps: int, offloads: bool = True) -> dict:
+    """The options with their defaults filled in (`rate_bps`: the bottleneck's;
+    `offloads`: the default, the scenario's ``[hosts] tso``)."""
     check_keys(table, _KEYS, "linux")
-    out = {"offloads": False, "rps": True, "tbf_burst": auto_burst(rate_bps), "force_rate": False}
+    out = {"offloads": offloads, "rps": True, "tbf_burst": auto_burst(rate_bps), "force_rate": False}
     for key in ("offloads", "rps", "force_rate"):
         if key in table:
             out[key] = boolean(table[key], f"linux.{key}")

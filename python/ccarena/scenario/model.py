@@ -34,7 +34,7 @@ from .flows import flow_tables, resolve_flows
 from .linux_options import resolve_linux_options
 from .network import changes_rate, check_red_fits, resolve_dynamics, resolve_loss, resolve_qdisc, resolve_trace, trace_mean_rate_bps
 from .tcp import resolve_tcp
-from .traffic import BACKGROUNDS, resolve_udp, resolve_web
+from .traffic import BACKGROUNDS, resolve_dist, resolve_udp, resolve_web
 from .units import ENGINE_MAX, parse_buffer, parse_duration, parse_rate
 
 __all__ = [
@@ -51,7 +51,7 @@ __all__ = [
 ]
 
 _TOP_KEYS = {
-    "name", "description", "source", "network", "tcp", "flows", "udp", "web", "background", "run", "sweep", "notes",
+    "name", "description", "source", "network", "tcp", "flows", "udp", "web", "background", "run", "sweep", "notes", "hosts",
     "requires", "figures", "cca_files", "linux",
 }
 _NETWORK_KEYS = {
@@ -112,6 +112,26 @@ def cca_file_paths(doc: dict, base: Path | None) -> list[Path]:
         if not p.is_absolute() and base is not None:
             p = base / p
         out.append(p)
+    return out
+
+
+_HOSTS_KEYS = {"tso", "rx_batching", "rx_hold"}
+
+
+def resolve_hosts(table: Any) -> dict:
+    """The ``[hosts]`` table (docs/scenario.md): offloads and receive batching,
+    each field defaulting to the engine's (a stock Linux host)."""
+    if not isinstance(table, dict):
+        raise ScenarioError("hosts", "must be a table such as { tso = false }")
+    check_keys(table, _HOSTS_KEYS, "hosts")
+    out: dict = {}
+    for key in ("tso", "rx_batching"):
+        if key in table:
+            if not isinstance(table[key], bool):
+                raise ScenarioError(f"hosts.{key}", f"must be true or false, got {excerpt(table[key])}")
+            out[key] = table[key]
+    if "rx_hold" in table:
+        out["rx_hold"] = resolve_dist(table["rx_hold"], parse_duration, "hosts.rx_hold")
     return out
 
 
@@ -295,6 +315,7 @@ def resolve(doc: dict, catalogue: Catalogue | None = None, base: Path | None = N
         "udp": udp,
         "web": web,
         "run": {"duration": duration, "warmup": warmup, "seed": seed, "sample_interval": interval, "start_jitter": start_jitter},
+        "hosts": resolve_hosts(doc.get("hosts", {})),
     }
     if catalogue.features is not None:
         lacking = [f for f in _features_used(engine) if f not in catalogue.features]
@@ -312,7 +333,7 @@ def resolve(doc: dict, catalogue: Catalogue | None = None, base: Path | None = N
         background=background,
         python_ccas=tuple(python_ccas),
         cca_files=tuple(str(p.resolve()) for p in files),
-        linux=resolve_linux_options(doc.get("linux", {}), rate),
+        linux=resolve_linux_options(doc.get("linux", {}), rate, engine["hosts"].get("tso", schema.default("hosts", "tso"))),
     )
     return engine, meta
 

@@ -437,6 +437,12 @@ pub trait CongestionControl: Send {
         false
     }
 
+    /// Linux `min_tso_segs`: the smallest super-packet the algorithm wants
+    /// (`None`: the stack's `tcp_min_tso_segs`, 2).
+    fn min_tso_segs(&self, _tp: &TcpSock) -> Option<u32> {
+        None
+    }
+
     /// Whether the algorithm needs the stack's SACK on or off (`newreno` turns it
     /// off); `None` leaves the scenario's `tcp.sack` in force.
     fn sack(&self) -> Option<bool> {

@@ -11,6 +11,7 @@ pub use schema::Schema;
 
 use crate::cc::ParamValue;
 use crate::dist::Dist;
+use crate::host::HostConfig;
 use crate::rng::Rng;
 use crate::net::delay_line::JitterConfig;
 use crate::net::dynamics::DynamicsConfig;
@@ -255,6 +256,9 @@ pub struct SimConfig {
     pub web: Vec<WebConfig>,
     /// Duration, measurement window, seed.
     pub run: RunConfig,
+    /// How the end hosts send and receive (offloads, batching).
+    #[serde(default)]
+    pub hosts: HostConfig,
 }
 
 /// Sequence numbers are 32-bit segment counts; a flow must not wrap them (the

@@ -9,6 +9,8 @@ use super::{route, DelayedLeg, Flow, Hop, Route, Simulation, UdpFlow, WebRoutes,
 use crate::cc::{make_cca, CcaFactory, CongestionControl};
 use crate::config::{ConfigError, SimConfig};
 use crate::event::{Event, EventQueue};
+use crate::host::rx::RxBatcher;
+use crate::host::HostConfig;
 use crate::net::delay_line::{DelayLine, JitterConfig};
 use crate::net::dynamics::PathDynamics;
 use crate::net::link::Link;
@@ -108,18 +110,34 @@ impl Topology {
 }
 
 /// The two TCP endpoints of a flow.
-fn endpoints(id: u32, tcp: &TcpConfig, cc: Box<dyn CongestionControl>, size: Option<u64>, flow_seed: u64) -> (TcpSender, TcpReceiver) {
+fn endpoints(
+    id: u32,
+    tcp: &TcpConfig,
+    cc: Box<dyn CongestionControl>,
+    size: Option<u64>,
+    flow_seed: u64,
+    hosts: &HostConfig,
+) -> (TcpSender, TcpReceiver) {
     // The receiver follows the sender's SACK setting (negotiated in the SYN).
     let mut rcv_tcp = tcp.clone();
     if let Some(sack) = cc.sack() {
         rcv_tcp.sack = sack;
     }
-    if cc.wants_ack_every_segment() {
+    // Per-packet receive timestamps (RAPID) need per-packet ACKs and sends:
+    // such algorithms run without offloads, as their Linux versions do.
+    let per_packet = cc.wants_ack_every_segment();
+    if per_packet {
         rcv_tcp.delayed_ack = false;
     }
     let mut sender = TcpSender::new(id, tcp, cc, size);
     sender.sock.flow_seed = flow_seed;
+    sender.tso = hosts.tso && !per_packet;
     (sender, TcpReceiver::new(id, &rcv_tcp, size))
+}
+
+/// A receiver's batching (None: packets are processed as they arrive).
+fn rx_batcher(hosts: &HostConfig, seed: u64, stream: &str) -> Option<RxBatcher> {
+    hosts.rx_batching.then(|| RxBatcher::new(hosts.rx_hold.clone(), Rng::stream(seed, stream)))
 }
 
 /// Builds the algorithm `name` from the caller's factory if it is one of its
@@ -194,10 +212,12 @@ impl Simulation {
             let fwd = topo.data_route(f.direction, data_delay, jitter, Hop::Receiver);
             let rev = topo.ack_route(f.direction, ack_delay);
             let flow_seed = Rng::stream(seed, &format!("cca-{id}")).next_u64();
-            let (sender, receiver) = endpoints(id, &f.tcp, cc, f.size, flow_seed);
+            let (sender, receiver) = endpoints(id, &f.tcp, cc, f.size, flow_seed, &cfg.hosts);
             routes.push([route(&fwd), route(&rev)]);
             let window = (start.max(warmup), f.stop.map_or(end, |s| s.min(end)));
-            flows.push(Flow::new(sender, receiver, start, rtts[i], window, 0, None));
+            let mut flow = Flow::new(sender, receiver, start, rtts[i], window, 0, None);
+            flow.rx = rx_batcher(&cfg.hosts, seed, &format!("rx-hold-{i}"));
+            flows.push(flow);
             events.schedule(start, Event::FlowStart(id));
             if let Some(stop) = f.stop {
                 if stop <= end {
@@ -285,6 +305,7 @@ impl Simulation {
             delayed_legs: topo.delayed_legs,
             queue_series: vec![QueueSeries::default(); n_links],
             out: Vec::with_capacity(64),
+            batch: Vec::new(),
             window_bytes_start: vec![0; n_links],
             window_capacity_start: vec![0; n_links],
             last_sample_capacity: vec![0; n_links],
@@ -304,12 +325,13 @@ impl Simulation {
         let cc = build_cca(self.factory.as_deref(), &w.cca, &w.cca_params).expect("web generator's algorithm was built at the start");
         let slot = self.free_slots.pop().unwrap_or(self.flows.len() as u32);
         let flow_seed = Rng::stream(self.cfg.run.seed, &format!("web-cca-{record}")).next_u64();
-        let (sender, receiver) = endpoints(slot, &w.tcp, cc, Some(arrival.size), flow_seed);
+        let (sender, receiver) = endpoints(slot, &w.tcp, cc, Some(arrival.size), flow_seed, &self.cfg.hosts);
         let (data_delay, ack_delay) = halves(arrival.rtt);
         let routes = src.routes.with_delays(data_delay, ack_delay);
         let epoch = self.flows.get(slot as usize).map_or(0, |f| f.epoch.wrapping_add(1));
         let web = Some(WebSlot { record, size: arrival.size });
-        let flow = Flow::new(sender, receiver, now, arrival.rtt, (now, end), epoch, web);
+        let mut flow = Flow::new(sender, receiver, now, arrival.rtt, (now, end), epoch, web);
+        flow.rx = rx_batcher(&self.cfg.hosts, self.cfg.run.seed, &format!("web-rx-hold-{record}"));
         if (slot as usize) < self.flows.len() {
             self.flows[slot as usize] = flow;
             self.routes[slot as usize] = routes;

@@ -19,6 +19,7 @@ pub use results::{FlowResult, LinkResult, RunResult, UdpResult, WebResult};
 use crate::cc::CcaFactory;
 use crate::config::{ConfigError, SimConfig};
 use crate::event::{Event, EventQueue, TimerKind, TIMER_KINDS};
+use crate::host::rx::RxBatcher;
 use crate::net::delay_line::DelayLine;
 use crate::net::dynamics::PathDynamics;
 use crate::net::link::Link;
@@ -84,6 +85,8 @@ struct Flow {
     end_snapshot_taken: bool,
     epoch: u16,
     web: Option<WebSlot>,
+    /// The receiver's batched processing (`hosts.rx_batching`).
+    rx: Option<RxBatcher>,
 }
 
 impl Flow {
@@ -106,6 +109,7 @@ impl Flow {
             end_snapshot_taken: web.is_some(),
             epoch,
             web,
+            rx: None,
         }
     }
 }
@@ -188,6 +192,8 @@ pub struct Simulation {
     /// One series per bottleneck (forward, then reverse).
     queue_series: Vec<QueueSeries>,
     out: Vec<Packet>,
+    /// A receiver's batch being processed (reused buffer).
+    batch: Vec<Packet>,
     window_bytes_start: Vec<u64>,
     window_capacity_start: Vec<u64>,
     last_sample_capacity: Vec<u64>,
@@ -313,6 +319,7 @@ impl Simulation {
             Event::PathChange(i) => self.change_path(i),
             Event::UdpSend(s) => self.send_datagram(s),
             Event::WebArrival(g) => self.open_web_flow(g),
+            Event::RxBatch(flow) => self.receive_batch(flow),
             Event::UdpStart(s) => {
                 let u = &mut self.udp[s as usize];
                 u.bytes_at_window_start.get_or_insert(u.received_bytes);
@@ -370,27 +377,17 @@ impl Simulation {
                 Err(_dropped) => {}
             },
             Hop::Receiver => {
-                let fid = pkt.flow as usize;
-                let f = &mut self.flows[fid];
+                let f = &mut self.flows[pkt.flow as usize];
                 if pkt.epoch != f.epoch {
                     return;
                 }
-                // A flow's window opens when its first data packet can arrive; take
-                // the start snapshot lazily for flows that start after warmup (web
-                // flows have no window: theirs is marked taken).
-                if !f.start_snapshot_taken && now >= f.window_start {
-                    Self::snapshot_start(f);
-                }
-                if pkt.is_data() {
-                    f.data_packets_received += 1;
-                }
-                f.receiver.on_packet(now, &pkt, &mut self.out);
-                if let Some(w) = f.web {
-                    let r = &mut self.short_flows[w.record as usize];
-                    if r.fct_ns.is_none() && f.receiver.bytes_delivered >= w.size {
-                        r.fct_ns = Some(now.0 - r.start_ns);
+                if let Some(rx) = &mut f.rx {
+                    if let Some(due) = rx.arrive(now, pkt) {
+                        self.events.schedule(due, Event::RxBatch(pkt.flow));
                     }
+                    return;
                 }
+                self.deliver(pkt);
                 self.flush_out(pkt.flow, true);
                 self.sync_timers(pkt.flow);
             }
@@ -413,6 +410,56 @@ impl Simulation {
                 u.received_bytes += pkt.wire_bytes as u64;
             }
         }
+    }
+
+    /// Hands a packet to its flow's receiver.
+    fn deliver(&mut self, pkt: Packet) {
+        let now = self.now;
+        let f = &mut self.flows[pkt.flow as usize];
+        if pkt.epoch != f.epoch {
+            return;
+        }
+        // A flow's window opens when its first data packet can arrive; take
+        // the start snapshot lazily for flows that start after warmup (web
+        // flows have no window: theirs is marked taken).
+        if !f.start_snapshot_taken && now >= f.window_start {
+            Self::snapshot_start(f);
+        }
+        if pkt.is_data() {
+            f.data_packets_received += 1;
+        }
+        f.receiver.on_packet(now, &pkt, &mut self.out);
+        if let Some(w) = f.web {
+            let r = &mut self.short_flows[w.record as usize];
+            if r.fct_ns.is_none() && f.receiver.bytes_delivered >= w.size {
+                r.fct_ns = Some(now.0 - r.start_ns);
+            }
+        }
+    }
+
+    /// A receiver's batch is due: process its packets in arrival order and
+    /// acknowledge them as one (host/rx.rs).
+    fn receive_batch(&mut self, flow: u32) {
+        let now = self.now;
+        let mut batch = std::mem::take(&mut self.batch);
+        {
+            let f = &mut self.flows[flow as usize];
+            let Some(rx) = &mut f.rx else { return };
+            if rx.due() != Some(now) {
+                self.batch = batch;
+                return;
+            }
+            rx.take(&mut batch);
+            f.receiver.begin_batch();
+        }
+        for pkt in batch.drain(..) {
+            self.deliver(pkt);
+        }
+        self.batch = batch;
+        let f = &mut self.flows[flow as usize];
+        f.receiver.end_batch(now, &mut self.out);
+        self.flush_out(flow, true);
+        self.sync_timers(flow);
     }
 
     /// Injects the packets an endpoint produced into their routes.

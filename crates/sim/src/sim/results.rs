@@ -210,6 +210,7 @@ impl Simulation {
             let mut counters = f.sender.counters.clone();
             counters.bytes_delivered = f.receiver.bytes_delivered;
             counters.duplicate_segments = f.receiver.duplicate_segments;
+            counters.acks_sent = f.receiver.acks_sent;
             counters.ce_marks = f.receiver.ce_marks;
             (counters.drops, counters.random_drops) = Self::flow_drops(&self.links, i);
             let tp = &f.sender.sock;
@@ -279,6 +280,7 @@ impl Simulation {
         self.pipes.iter().flat_map(|p| p.packets()).for_each(&mut count);
         self.lines.iter().flat_map(|l| l.packets()).for_each(&mut count);
         self.links.iter().flat_map(|l| l.held_packets()).for_each(|p| count(&p));
+        self.flows.iter().filter_map(|f| f.rx.as_ref()).flat_map(|rx| rx.held()).for_each(&mut count);
         for (i, f) in self.flows[..configured].iter().enumerate() {
             let sent = f.sender.counters.segments_sent;
             let (drops, _) = Self::flow_drops(&self.links, i);

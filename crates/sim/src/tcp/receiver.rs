@@ -85,6 +85,12 @@ pub struct TcpReceiver {
     last_rx_seq: u32,
     last_rx_ns: u64,
 
+    /// Processing a batch of held packets (host/rx.rs): regular ACKs wait
+    /// for its end, as Linux defers them while it processes the socket
+    /// backlog (`tcp_backlog_ack_defer`).
+    batching: bool,
+    ack_deferred: bool,
+
     pub bytes_delivered: u64,
     pub duplicate_segments: u64,
     pub ce_marks: u64,
@@ -138,6 +144,8 @@ impl TcpReceiver {
             tail_payload,
             last_rx_seq: 0,
             last_rx_ns: 0,
+            batching: false,
+            ack_deferred: false,
             bytes_delivered: 0,
             duplicate_segments: 0,
             ce_marks: 0,
@@ -266,6 +274,20 @@ impl TcpReceiver {
         self.ack_snd_check(now, ofo_possible, out);
     }
 
+    /// A batch of held packets begins (host/rx.rs).
+    pub fn begin_batch(&mut self) {
+        self.batching = true;
+    }
+
+    /// The batch ends: a deferred ACK decision is taken once, for all of it
+    /// (Linux `tcp_release_cb` -> `tcp_ack_snd_check`).
+    pub fn end_batch(&mut self, now: Time, out: &mut Vec<Packet>) {
+        self.batching = false;
+        if std::mem::take(&mut self.ack_deferred) {
+            self.ack_snd_check(now, true, out);
+        }
+    }
+
     fn enter_quickack_mode(&mut self, max_quickacks: u32) {
         self.incr_quickack(max_quickacks);
         self.ato = usecs_to_jiffies(40_000, self.hz);
@@ -312,6 +334,11 @@ impl TcpReceiver {
         }
         let more_than_one_full_segment = self.rcv_nxt.wrapping_sub(self.rcv_wup) >= 2;
         if !self.delayed_ack || more_than_one_full_segment || self.quick > 0 || self.ack_now {
+            if self.batching {
+                // Linux defers it to `tcp_release_cb`, the end of the batch.
+                self.ack_deferred = true;
+                return;
+            }
             self.send_ack(now, out);
             return;
         }

@@ -42,6 +42,7 @@ pub fn scenario(rate_mbps: u64, buffer: QueueLimit, loss: LossSpec, flows: Vec<F
         udp: Vec::new(),
         web: Vec::new(),
         run: RunConfig { duration: Dur::from_secs(secs), warmup: Dur::from_secs(warmup), seed, sample_interval: Dur::from_ms(100), start_jitter: Dur::ZERO },
+        hosts: ccarena_sim::host::HostConfig::clockwork(),
     }
 }
 

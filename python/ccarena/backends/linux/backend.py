@@ -229,6 +229,10 @@ class _Run:
         self.tbf: list[dict] = []
         self.netstat_start: list[dict] = [{} for _ in range(self.n)]
         self.netstat_end: list[dict] = [{} for _ in range(self.n)]
+        # What the hosts did: the receiver's TCP segments out (its ACKs) and the
+        # packets the sender handed its interface (super-packets with offloads).
+        self.receiver_out_segs: list[int] = [0] * self.n
+        self.sender_tx_packets: list[int] = [0] * self.n
         self.delay_stats: dict | None = None
         self.server_json: list[dict] = []
         self.client_json: list[dict] = []
@@ -382,6 +386,8 @@ class _Run:
                 s.kill()
         for i in range(self.n):
             self.netstat_end[i] = self.net.netstat(self.net.sender(i))
+            self.receiver_out_segs[i] = self.net.netstat(self.net.receiver(i)).get("TcpOutSegs", 0)
+            self.sender_tx_packets[i] = self.net.tx_packets(self.net.sender(i))
         self.final_tbf = self.net.tbf_stats()
         self.loss_drops = self.net.loss_drops()
         for i in range(self.n):
@@ -507,6 +513,9 @@ def build_record(run: _Run) -> RunRecord:
             completion = int((start_s + _interp(f["size"], [float(c) for c in cum], ts)) * 1e9)
         counters = {
             "segments_sent": last.get("data_segs_out", 0),
+            # Both include the few packets of iperf3's control connection.
+            "skbs_sent": run.sender_tx_packets[i],
+            "acks_sent": run.receiver_out_segs[i],
             "bytes_sent": last.get("bytes_sent", 0),
             "retransmissions": end_ns_stat.get("TcpRetransSegs", last.get("total_retrans", 0)),
             "rtos": end_ns_stat.get("TcpExtTCPTimeouts", 0),

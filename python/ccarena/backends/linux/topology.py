@@ -231,6 +231,16 @@ class Dumbbell:
                 return int(line.split()[0])
         return 0
 
+    def tx_packets(self, ns: str, dev: str = "eth0") -> int:
+        """Packets the namespace's interface was handed (a GSO skb counts once)."""
+        p = subprocess.run(
+            ["ip", "netns", "exec", ns, "cat", f"/sys/class/net/{dev}/statistics/tx_packets"], capture_output=True, text=True, timeout=10
+        )
+        try:
+            return int(p.stdout.strip())
+        except ValueError:
+            return 0
+
     def netstat(self, ns: str) -> dict[str, int]:
         """The namespace's TCP counters (/proc/net/snmp and netstat), e.g. TcpExtTCPTimeouts."""
         p = subprocess.run(["ip", "netns", "exec", ns, "cat", "/proc/net/snmp", "/proc/net/netstat"], capture_output=True, text=True, timeout=10)

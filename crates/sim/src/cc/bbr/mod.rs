@@ -296,7 +296,7 @@ impl Bbr {
     }
 
     /// Linux `bbr_min_tso_segs`.
-    fn min_tso_segs(tp: &TcpSock) -> u32 {
+    fn bbr_min_tso_segs(tp: &TcpSock) -> u32 {
         if tp.pacing_rate < MIN_TSO_RATE_BPS >> 3 {
             1
         } else {
@@ -308,7 +308,7 @@ impl Bbr {
     /// (`pacing_shift` 10), ignoring the device's GSO limit.
     pub fn tso_segs_goal(tp: &TcpSock) -> u32 {
         let bytes = (tp.pacing_rate >> tp.pacing_shift).min(TSO_MAX_BYTES) as u32;
-        (bytes / tp.mss).max(Self::min_tso_segs(tp)).min(TSO_MAX_SEGS)
+        (bytes / tp.mss).max(Self::bbr_min_tso_segs(tp)).min(TSO_MAX_SEGS)
     }
 
     /// Remembers the last good cwnd before recovery or PROBE_RTT cut it.
@@ -703,6 +703,10 @@ impl Bbr {
 impl CongestionControl for Bbr {
     fn name(&self) -> &str {
         "bbr"
+    }
+
+    fn min_tso_segs(&self, tp: &TcpSock) -> Option<u32> {
+        Some(Self::bbr_min_tso_segs(tp))
     }
 
     fn init(&mut self, tp: &mut TcpSock) {

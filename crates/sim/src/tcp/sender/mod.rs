@@ -175,6 +175,13 @@ pub struct TcpSender {
     // departure time is `sock.wstamp_ns`.
     data_segs_out: u64,
 
+    // Segmentation offload (host/tso.rs): on for this flow; the latest
+    // transmission (Linux `tcp_wstamp_ns` without pacing); while a
+    // super-packet is being emitted, its payload so far (paced as one).
+    pub(crate) tso: bool,
+    last_write_ns: u64,
+    skb_bytes: Option<u64>,
+
     // ECN.
     ecn_ok: bool,
     queue_cwr: bool,
@@ -241,6 +248,9 @@ impl TcpSender {
             snd_cwnd_used: 0,
             sndbuf_limited: false,
             data_segs_out: 0,
+            tso: false,
+            last_write_ns: 0,
+            skb_bytes: None,
             ecn_ok: false,
             queue_cwr: false,
             counters: FlowCounters { start_ns: u64::MAX, ..Default::default() },

@@ -16,6 +16,7 @@ use super::timer::XmitTimer;
 use super::{ConnState, Rexmit, TcpSender};
 use crate::cc::{CaEvent, CaState, PacingStatus};
 use crate::packet::{DataSegment, Packet};
+use crate::host::tso;
 use crate::units::{Time, NS_PER_SEC};
 
 /// How `write_xmit` pushes new data.
@@ -130,12 +131,19 @@ impl TcpSender {
         };
         let pkt = Packet::data(self.flow, seg);
         self.counters.segments_sent += 1;
+        if self.skb_bytes.is_none() {
+            self.counters.skbs_sent += 1;
+        }
         self.counters.bytes_sent += payload as u64;
         self.data_segs_out += 1;
         self.cc.on_transmit(&mut self.sock, seq, retransmission);
         // Linux advances the departure time by the skb's payload (`oskb->len`),
-        // not its wire size.
-        self.pacing_after_send(payload as u64);
+        // not its wire size; a super-packet's segments are paced as one skb.
+        match &mut self.skb_bytes {
+            Some(bytes) => *bytes += payload as u64,
+            None => self.pacing_after_send(payload as u64),
+        }
+        self.last_write_ns = self.last_write_ns.max(self.sock.now.0);
         out.push(pkt);
     }
 
@@ -171,6 +179,10 @@ impl TcpSender {
     }
 
     /// Linux `tcp_write_xmit` for new data. Returns the number of segments sent.
+    /// With segmentation offload, data leaves in super-packets of up to
+    /// `tcp_tso_segs` segments (each skb at most half of cwnd, Linux
+    /// `tcp_cwnd_test`), sends too small for one may wait for the next ACK
+    /// (`tcp_tso_should_defer`), and pacing spaces whole super-packets.
     pub(super) fn write_xmit(&mut self, out: &mut Vec<Packet>, mode: PushMode) -> u32 {
         if self.state != ConnState::Established {
             return 0;
@@ -178,6 +190,7 @@ impl TcpSender {
         let mut sent = 0u32;
         let mut is_cwnd_limited = false;
         self.sndbuf_limited = false;
+        let max_segs = if self.tso && mode != PushMode::Probe { self.tso_segs() } else { 1 };
         loop {
             if !self.has_new_data() {
                 let (has_new_data, in_flight) = (self.has_new_data(), self.in_flight());
@@ -201,11 +214,36 @@ impl TcpSender {
                 self.sndbuf_limited = true;
                 break;
             }
-            self.transmit_new(out);
-            sent += 1;
-            if mode == PushMode::Probe {
+            if max_segs <= 1 {
+                self.transmit_new(out);
+                sent += 1;
+                if mode == PushMode::Probe {
+                    break;
+                }
+                continue;
+            }
+            // One super-packet.
+            let cwnd_quota = (self.sock.cwnd - in_flight).min((self.sock.cwnd >> 1).max(1));
+            let rwnd_room = self.snd_wnd_end.wrapping_sub(self.sock.snd_nxt);
+            let data_left = self.app_segments.map_or(u32::MAX, |n| n - self.sock.snd_nxt);
+            // The last skb of a finite transfer carries FIN: never deferred.
+            if data_left > max_segs && self.tso_should_defer(max_segs, rwnd_room) {
+                is_cwnd_limited |= self.sock.cwnd - in_flight < rwnd_room;
                 break;
             }
+            let sndbuf_room = (self.cfg.sndbuf / self.cfg.mss as u64)
+                .saturating_sub((self.sock.snd_nxt - self.sock.snd_una) as u64)
+                .max(1)
+                .min(u32::MAX as u64) as u32;
+            let n = cwnd_quota.min(max_segs).min(rwnd_room).min(data_left).min(sndbuf_room).max(1);
+            self.skb_bytes = Some(0);
+            self.counters.skbs_sent += 1;
+            for _ in 0..n {
+                self.transmit_new(out);
+            }
+            let bytes = self.skb_bytes.take().unwrap_or(0);
+            self.pacing_after_send(bytes);
+            sent += n;
         }
         is_cwnd_limited |= self.in_flight() >= self.sock.cwnd;
         if sent > 0 {
@@ -220,6 +258,36 @@ impl TcpSender {
             self.cwnd_validate(is_cwnd_limited);
         }
         sent
+    }
+
+    /// Linux `tcp_tso_segs` for this flow now.
+    fn tso_segs(&self) -> u32 {
+        let tp = &self.sock;
+        let min_segs = self.cc.min_tso_segs(tp).unwrap_or(tso::MIN_TSO_SEGS);
+        tso::tso_segs(tp.pacing_rate, tp.min_rtt_us(), self.cfg.mss, min_segs, tp.pacing_shift)
+    }
+
+    /// Linux `tcp_tso_should_defer` for a super-packet of `goal` segments.
+    fn tso_should_defer(&self, goal: u32, rwnd_room: u32) -> bool {
+        let now = self.sock.now.0;
+        // Defer only if the last write was recent (1 ms); a paced flow's
+        // departure time may lie ahead.
+        let last_write = self.last_write_ns.max(self.sock.wstamp_ns);
+        if now > last_write + 1_000_000 {
+            return false;
+        }
+        let head_age_ns = (self.sock.packets_out > 0)
+            .then(|| now.saturating_sub(self.board.get(self.sock.snd_una).xmit_us * 1000));
+        tso::should_defer(&tso::DeferInput {
+            cwnd_room: self.sock.cwnd - self.in_flight(),
+            rwnd_room,
+            cwnd: self.sock.cwnd,
+            snd_wnd: self.snd_wnd,
+            goal,
+            in_recovery: self.sock.ca_state >= CaState::Recovery,
+            head_age_ns,
+            srtt_us: self.sock.srtt_us(),
+        })
     }
 
     /// One new segment: queued on the scoreboard and sent (Linux

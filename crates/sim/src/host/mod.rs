@@ -1,0 +1,62 @@
+//! The end hosts around each TCP endpoint, as Linux hosts behave rather than
+//! as clockwork: the sender's segmentation offload (TSO/GSO: super-packets
+//! sized by `tcp_tso_autosize`, sends deferred to build them, pacing per
+//! super-packet; see `tso`), and the receiver's batched processing (packets
+//! held while the host is busy are processed together and acknowledged
+//! together, as NAPI polls, GRO and the socket backlog do; see `rx`). The
+//! `[hosts]` table switches each mechanism; with all of them off the hosts
+//! are the engine's former clockwork ones, bit for bit.
+
+pub mod rx;
+pub mod tso;
+
+use crate::config::Schema;
+use crate::dist::Dist;
+use serde::{Deserialize, Serialize};
+
+/// How the end hosts send and receive.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Schema)]
+#[serde(deny_unknown_fields)]
+#[schema(name = "hosts")]
+pub struct HostConfig {
+    /// Segmentation offload (TSO/GSO) at the senders: data leaves in
+    /// super-packets of `tcp_tso_autosize` segments (about 1 ms at the pacing
+    /// rate, at most 64 KB), Linux's TSO deferral waits for the next ACK to
+    /// build them, and internal pacing spaces super-packets. Linux's default
+    /// (GSO is on even where the NIC lacks TSO).
+    #[serde(default = "yes")]
+    pub tso: bool,
+    /// Batched receive processing at the receivers: a data packet reaching an
+    /// idle receiver is processed after a hold drawn from `rx_hold`, together
+    /// with every packet that arrived meanwhile, and the batch is acknowledged
+    /// as one (as GRO and the socket backlog make Linux do). Off: each packet
+    /// is processed the instant it arrives.
+    #[serde(default)]
+    pub rx_batching: bool,
+    /// How long a receiver holds the first packet of a batch, in nanoseconds
+    /// (measure it on the hosts you model: docs/fidelity.md).
+    #[serde(default = "default_rx_hold")]
+    pub rx_hold: Dist,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// A placeholder of 20 us until calibrated; only used with `rx_batching`.
+fn default_rx_hold() -> Dist {
+    Dist::Constant { value: 20_000.0 }
+}
+
+impl Default for HostConfig {
+    fn default() -> Self {
+        HostConfig { tso: true, rx_batching: false, rx_hold: default_rx_hold() }
+    }
+}
+
+impl HostConfig {
+    /// The former clockwork hosts: no offload, no batching.
+    pub fn clockwork() -> Self {
+        HostConfig { tso: false, rx_batching: false, rx_hold: default_rx_hold() }
+    }
+}

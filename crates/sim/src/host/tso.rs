@@ -1,0 +1,171 @@
+//! TSO/GSO sizing and deferral, after Linux's `tcp_tso_autosize`,
+//! `tcp_tso_segs` and `tcp_tso_should_defer` (`net/ipv4/tcp_output.c`). A
+//! sender with segmentation offload hands the device one large packet (a
+//! super-packet of several segments) at a time; the device puts its segments
+//! on the wire back to back. How large it is decides how bursty the sender
+//! is: about a millisecond of data at the pacing rate, more for near peers,
+//! capped by the device's GSO limit. When the window opens by less than that,
+//! Linux waits for the next ACK to build a bigger packet (deferral), unless
+//! that ACK is likely to come too late. These are pure functions of the
+//! socket's state so that they can be checked against the kernel's formulas.
+
+/// `sk_gso_max_size` for a legacy 64 KiB GSO device: `GSO_LEGACY_MAX_SIZE`
+/// minus `MAX_TCP_HEADER + 1` (320 + 1 on x86-64), as `sk_setup_caps` sets it.
+pub const GSO_MAX_BYTES: u64 = 65_536 - 1 - 320;
+/// `sk_gso_max_segs` of a device without its own limit (`GSO_MAX_SEGS`).
+pub const GSO_MAX_SEGS: u32 = 65_535;
+/// `net.ipv4.tcp_min_tso_segs` default.
+pub const MIN_TSO_SEGS: u32 = 2;
+/// `net.ipv4.tcp_tso_rtt_log` default: the RTT bonus halves per 2^9 us of min_rtt.
+pub const TSO_RTT_LOG: u32 = 9;
+/// `net.ipv4.tcp_tso_win_divisor` default: a super-packet may take a third of cwnd.
+pub const TSO_WIN_DIVISOR: u32 = 3;
+
+/// Linux `tcp_tso_autosize` + `tcp_tso_segs`: segments per super-packet for a
+/// pacing rate in bytes/s, the flow's min RTT in microseconds (`u32::MAX`
+/// when unknown, as Linux's `~0U`), the MSS, the algorithm's minimum (Linux
+/// `min_tso_segs` of the congestion ops, else `MIN_TSO_SEGS`) and the
+/// pacing shift (`sk_pacing_shift`, 10: about 1 ms).
+pub fn tso_segs(pacing_rate: u64, min_rtt_us: u32, mss: u32, min_tso_segs: u32, pacing_shift: u32) -> u32 {
+    let mut bytes = pacing_rate >> pacing_shift;
+    let r = min_rtt_us >> TSO_RTT_LOG;
+    if r < 32 {
+        bytes += GSO_MAX_BYTES >> r;
+    }
+    let bytes = bytes.min(GSO_MAX_BYTES);
+    let segs = ((bytes / mss as u64) as u32).max(min_tso_segs);
+    segs.min(GSO_MAX_SEGS)
+}
+
+/// What `tcp_tso_should_defer` looks at, in segments and nanoseconds.
+#[derive(Clone, Copy, Debug)]
+pub struct DeferInput {
+    /// Segments the congestion window allows now (cwnd - in flight, > 0).
+    pub cwnd_room: u32,
+    /// Segments the peer's window allows now.
+    pub rwnd_room: u32,
+    /// The congestion window and the peer's window, in segments.
+    pub cwnd: u32,
+    pub snd_wnd: u32,
+    /// The super-packet size goal (`tso_segs`).
+    pub goal: u32,
+    /// In loss recovery (`icsk_ca_state >= TCP_CA_Recovery`): never defer.
+    pub in_recovery: bool,
+    /// Nanoseconds since the oldest unacknowledged segment was sent (None:
+    /// nothing in flight).
+    pub head_age_ns: Option<u64>,
+    /// Smoothed RTT in microseconds.
+    pub srtt_us: u32,
+}
+
+/// Linux `tcp_tso_should_defer`: true when the sender should wait for the
+/// next ACK to send a bigger super-packet. Only asked when the packet could
+/// hold more than one segment and the window has room for at least one.
+pub fn should_defer(d: &DeferInput) -> bool {
+    if d.in_recovery || d.goal <= 1 {
+        return false;
+    }
+    let limit = d.cwnd_room.min(d.rwnd_room);
+    // A full-sized super-packet can go now.
+    if limit >= d.goal {
+        return false;
+    }
+    // At least a fraction of the window is available: use it.
+    let chunk = d.snd_wnd.min(d.cwnd) / TSO_WIN_DIVISOR;
+    if limit >= chunk {
+        return false;
+    }
+    // Nothing in flight: no ACK will come to open the window further.
+    let Some(age) = d.head_age_ns else { return false };
+    // The next ACK is likely to come too late (the oldest segment left less
+    // than half an RTT ago): send now.
+    if age < d.srtt_us as u64 * 1000 / 2 {
+        return false;
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MSS: u32 = 1448;
+
+    /// Pacing rate as Linux sets it in congestion avoidance (`tcp_pacing_ca_ratio`
+    /// 120 %) for a flow delivering `mbps`.
+    fn ca_pacing(mbps: u64) -> u64 {
+        mbps * 1_000_000 / 8 * 120 / 100
+    }
+
+    /// The kernel's arithmetic written out independently for a grid of rates and
+    /// RTTs (10/100/400/1000 Mbit/s, 0.1-300 ms).
+    #[test]
+    fn burst_sizes_follow_the_kernels_formula() {
+        for mbps in [10u64, 100, 400, 1000] {
+            for rtt_us in [100u32, 500, 1_000, 5_000, 16_000, 40_000, 100_000, 300_000] {
+                let rate = ca_pacing(mbps);
+                let shift = rtt_us / 512;
+                let bonus = if shift < 32 { 65_215u64 >> shift } else { 0 };
+                let bytes = ((rate / 1024) + bonus).min(65_215);
+                let want = ((bytes / MSS as u64) as u32).max(2);
+                assert_eq!(tso_segs(rate, rtt_us, MSS, MIN_TSO_SEGS, 10), want, "{mbps} Mbit/s, {rtt_us} us");
+            }
+        }
+    }
+
+    #[test]
+    fn worked_examples() {
+        // 400 Mbit/s in CA, long RTT: 60 MB/s >> 10 = 58593 B -> 40 segments.
+        assert_eq!(tso_segs(ca_pacing(400), 40_000, MSS, 2, 10), 40);
+        // 100 Mbit/s: 14648 B -> 10 segments.
+        assert_eq!(tso_segs(ca_pacing(100), 40_000, MSS, 2, 10), 10);
+        // 10 Mbit/s: 1464 B -> 1 segment, raised to the minimum of 2.
+        assert_eq!(tso_segs(ca_pacing(10), 40_000, MSS, 2, 10), 2);
+        // Near peer (min_rtt 100 us): the whole 64 KB cap at any rate.
+        assert_eq!(tso_segs(ca_pacing(10), 100, MSS, 2, 10), 45);
+        // Unknown min RTT (~0U): no bonus.
+        assert_eq!(tso_segs(ca_pacing(100), u32::MAX, MSS, 2, 10), 10);
+        // 1 Gbit/s: capped by the GSO size.
+        assert_eq!(tso_segs(ca_pacing(1000), 40_000, MSS, 2, 10), 45);
+        // An algorithm's own minimum (BBR asks for 1 below 1.2 Mbit/s).
+        assert_eq!(tso_segs(1000, 40_000, MSS, 1, 10), 1);
+    }
+
+    fn input() -> DeferInput {
+        DeferInput {
+            cwnd_room: 4,
+            rwnd_room: 10_000,
+            cwnd: 300,
+            snd_wnd: 10_000,
+            goal: 40,
+            in_recovery: false,
+            head_age_ns: Some(30_000_000),
+            srtt_us: 40_000,
+        }
+    }
+
+    #[test]
+    fn defers_a_small_opening_when_an_ack_is_due() {
+        assert!(should_defer(&input()));
+    }
+
+    #[test]
+    fn sends_a_full_goal_or_a_third_of_the_window() {
+        assert!(!should_defer(&DeferInput { cwnd_room: 40, ..input() }));
+        // cwnd 30: a third is 10.
+        assert!(!should_defer(&DeferInput { cwnd: 30, cwnd_room: 10, ..input() }));
+        assert!(should_defer(&DeferInput { cwnd: 30, cwnd_room: 9, ..input() }));
+        // The receiver's window counts too.
+        assert!(!should_defer(&DeferInput { snd_wnd: 12, rwnd_room: 4, ..input() }));
+    }
+
+    #[test]
+    fn never_defers_in_recovery_or_when_the_next_ack_is_far() {
+        assert!(!should_defer(&DeferInput { in_recovery: true, ..input() }));
+        assert!(!should_defer(&DeferInput { head_age_ns: None, ..input() }));
+        // Oldest segment sent 10 ms ago, srtt 40 ms: its ACK is 30 ms away.
+        assert!(!should_defer(&DeferInput { head_age_ns: Some(10_000_000), ..input() }));
+        assert!(should_defer(&DeferInput { head_age_ns: Some(20_000_000), ..input() }));
+        assert!(!should_defer(&DeferInput { goal: 1, ..input() }));
+    }
+}

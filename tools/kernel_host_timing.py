@@ -1,0 +1,201 @@
+"""Measure how this machine's kernel hosts time and batch TCP packets.
+
+Runs a scenario on the linux backend while tcpdump captures the first flow's
+sender (s0) and receiver (r0) interfaces with nanosecond timestamps, then
+reports what the host model of the simulator is built from:
+
+* receiver: data packets per received skb (GRO coalescing as the stack saw
+  it), ACKs per data segment, and the turnaround from a data packet's arrival
+  to the ACK it triggered (the receive path's latency, for ACKs sent within
+  1 ms, i.e. not by the delayed-ACK timer);
+* sender: segments per transmitted skb (TSO/GSO super-packets), ACK
+  inter-arrival times, and the turnaround from an ACK's arrival to the first
+  data packet it released.
+
+Usage (root; tcpdump installed)::
+
+    python tools/kernel_host_timing.py --rate 400Mbps --rtt 10ms --offloads on --seconds 10
+
+Prints a JSON summary (percentiles in microseconds). The numbers and the
+command lines that produced them are recorded in docs/fidelity.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import struct
+import subprocess
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+MSS = 1448
+
+
+def read_pcap(path: Path) -> list[tuple[int, bytes]]:
+    """(timestamp ns, frame) of every record of a classic pcap file."""
+    data = path.read_bytes()
+    if len(data) < 24:
+        return []
+    magic = struct.unpack("<I", data[:4])[0]
+    nano = magic == 0xA1B23C4D
+    out = []
+    off = 24
+    while off + 16 <= len(data):
+        sec, frac, incl, _orig = struct.unpack("<IIII", data[off : off + 16])
+        off += 16
+        frame = data[off : off + incl]
+        off += incl
+        out.append((sec * 1_000_000_000 + (frac if nano else frac * 1000), frame))
+    return out
+
+
+def tcp_fields(frame: bytes):
+    """(src ip, payload bytes, seq, ack) of an Ethernet/IPv4/TCP frame, or None."""
+    if len(frame) < 14 + 20 or frame[12:14] != b"\x08\x00":
+        return None
+    ip = frame[14:]
+    ihl = (ip[0] & 0x0F) * 4
+    if ip[9] != 6:
+        return None
+    total = struct.unpack(">H", ip[2:4])[0]
+    tcp = ip[ihl:]
+    if len(tcp) < 20:
+        return None
+    doff = (tcp[12] >> 4) * 4
+    seq, ack = struct.unpack(">II", tcp[4:12])
+    dport = struct.unpack(">H", tcp[2:4])[0]
+    sport = struct.unpack(">H", tcp[0:2])[0]
+    return ip[12:16], total - ihl - doff, seq, ack, sport, dport
+
+
+def percentiles(xs: list[float]) -> dict:
+    if not xs:
+        return {"n": 0}
+    s = sorted(xs)
+    pick = lambda q: round(s[min(len(s) - 1, int(q * len(s)))], 2)  # noqa: E731
+    return {"n": len(s), "p10": pick(0.1), "p25": pick(0.25), "p50": pick(0.5), "p75": pick(0.75), "p90": pick(0.9), "p99": pick(0.99), "mean": round(sum(s) / len(s), 2)}
+
+
+def analyse(sender: Path, receiver: Path, data_port: int) -> dict:
+    out: dict = {}
+    # Receiver: data in (dport = server port), ACKs out.
+    rx = [(t, f) for t, fr in read_pcap(receiver) if (f := tcp_fields(fr))]
+    data_in = [(t, f) for t, f in rx if f[5] == data_port and f[1] > 0]
+    acks_out = [(t, f) for t, f in rx if f[4] == data_port and f[1] == 0]
+    segs = [max(1, round(f[1] / MSS)) for _, f in data_in]
+    out["receiver_segments_per_skb"] = percentiles(segs)
+    total_segs = sum(segs)
+    out["acks_per_data_segment"] = round(len(acks_out) / total_segs, 4) if total_segs else None
+    # For each ACK: time since the last data packet (the processing latency)
+    # and since the first data packet after the previous ACK (how long the
+    # receiver held a batch before acknowledging it).
+    turn, hold = [], []
+    first_data = last_data = None
+    events = sorted([(t, 0) for t, _ in data_in] + [(t, 1) for t, _ in acks_out])
+    for t, kind in events:
+        if kind == 0:
+            first_data = first_data if first_data is not None else t
+            last_data = t
+        elif last_data is not None:
+            if t - last_data < 1_000_000:
+                turn.append((t - last_data) / 1000)
+                hold.append((t - first_data) / 1000)
+            first_data = last_data = None
+    out["receiver_batch_hold_us"] = percentiles(hold)
+    out["receiver_data_to_ack_us"] = percentiles(turn)
+    # Sender: data out, ACKs in.
+    sx = [(t, f) for t, fr in read_pcap(sender) if (f := tcp_fields(fr))]
+    data_out = [(t, f) for t, f in sx if f[5] == data_port and f[1] > 0]
+    acks_in = [(t, f) for t, f in sx if f[4] == data_port and f[1] == 0]
+    out["sender_segments_per_skb"] = percentiles([max(1, round(f[1] / MSS)) for _, f in data_out])
+    gaps = [(b[0] - a[0]) / 1000 for a, b in zip(acks_in, acks_in[1:])]
+    out["ack_interarrival_us"] = percentiles(gaps)
+    # For each data skb sent: time since the latest ACK arrival (< 1 ms).
+    turn = []
+    last_ack = None
+    for t, kind in sorted([(t, 0) for t, _ in acks_in] + [(t, 1) for t, _ in data_out]):
+        if kind == 0:
+            last_ack = t
+        elif last_ack is not None and t - last_ack < 1_000_000:
+            turn.append((t - last_ack) / 1000)
+    out["sender_ack_to_data_us"] = percentiles(turn)
+    # ACKs acknowledging how many segments each (stretch ACKs at the sender).
+    acked = []
+    prev = None
+    for _, f in acks_in:
+        if prev is not None and f[3] != prev:
+            acked.append(((f[3] - prev) & 0xFFFFFFFF) / MSS)
+        prev = f[3]
+    out["segments_per_ack"] = percentiles(acked)
+    return out
+
+
+def capture(ns_suffix: str, iface: str, path: Path, stop: threading.Event, procs: list) -> None:
+    """Waits for the run's namespace ending in `ns_suffix` and captures on it."""
+    while not stop.is_set():
+        names = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.split()
+        match = [n for n in names if n.startswith("ccarena-") and n.endswith(ns_suffix)]
+        if match and "inet " in subprocess.run(
+            ["ip", "netns", "exec", match[0], "ip", "addr", "show", iface, "up"], capture_output=True, text=True
+        ).stdout:
+            p = subprocess.Popen(
+                ["ip", "netns", "exec", match[0], "tcpdump", "-i", iface, "-s", "96", "-w", str(path),
+                 "--time-stamp-precision", "nano", "-B", "65536", "-U", "tcp"],
+                stdout=subprocess.DEVNULL, stderr=open(str(path) + ".err", "w"),
+            )
+            procs.append(p)
+            return
+        time.sleep(0.02)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rate", default="400Mbps")
+    ap.add_argument("--rtt", default="10ms")
+    ap.add_argument("--buffer", default=None, help="default: 10 ms at the rate")
+    ap.add_argument("--cca", default="cubic")
+    ap.add_argument("--flows", type=int, default=1)
+    ap.add_argument("--offloads", choices=["on", "off"], default="on")
+    ap.add_argument("--seconds", type=float, default=10.0)
+    args = ap.parse_args()
+    from ccarena.backends.linux import run_linux
+    from ccarena.scenario.units import parse_rate  # type: ignore[attr-defined]
+
+    rate = parse_rate(args.rate)
+    buffer = args.buffer or f"{int(rate / 8 * 0.010)}B"
+    scenario = {
+        "name": "host-timing",
+        "network": {"bottleneck_rate": args.rate, "buffer": buffer},
+        "flows": [{"cca": args.cca, "rtt": args.rtt, "count": args.flows}],
+        "run": {"duration": f"{args.seconds}s", "warmup": "1s"},
+        "linux": {"offloads": args.offloads == "on"},
+    }
+    with tempfile.TemporaryDirectory() as tmp:
+        print(tmp, flush=True)
+        stop = threading.Event()
+        procs: list = []
+        files = {"s0": Path(tmp) / "s0.pcap", "r0": Path(tmp) / "r0.pcap"}
+        threads = [threading.Thread(target=capture, args=(f"-{k}", "eth0", p, stop, procs)) for k, p in files.items()]
+        for th in threads:
+            th.start()
+        try:
+            result = run_linux(scenario)
+        finally:
+            stop.set()
+            for th in threads:
+                th.join()
+            for p in procs:
+                p.terminate()
+                p.wait()
+        for f in Path(tmp).glob("*.err"):
+            print(f.name, f.read_text()[-300:])
+        summary = analyse(files["s0"], files["r0"], 5201)
+        summary["setup"] = {k: v for k, v in vars(args).items()}
+        print(json.dumps(summary, indent=1))
+
+
+if __name__ == "__main__":
+    main()
