@@ -134,6 +134,12 @@ def _progress_bar(enabled: bool, unit: str = "s simulated"):
     )
 
 
+BACKEND_HELP = ("Where to run: sim (the simulator), linux (this machine's kernel TCP; needs root) or testbed "
+                "(remote Linux hosts over SSH, named by --inventory).")
+INVENTORY_HELP = "The testbed's inventory (TOML: hosts, roles, SSH, interfaces; docs/testbed-backend.md); with --backend testbed."
+DRY_RUN_HELP = "Print every command each testbed host would run, without connecting anywhere (--backend testbed)."
+
+
 @app.command()
 def run(
     scenario: str = typer.Argument(..., help="Scenario file (.toml) or preset name (see `ccarena list experiments`)."),
@@ -143,29 +149,35 @@ def run(
         None, "--out", help="Directory for the saved result (default results/runs/NAME-seedN, or NAME-seedN-2, ... when that holds a different run)."
     ),
     no_save: bool = typer.Option(False, "--no-save", help="Do not save the result."),
-    backend: str = typer.Option("sim", "--backend", help="Where to run: sim (the simulator) or linux (this machine's kernel TCP; needs root)."),
+    backend: str = typer.Option("sim", "--backend", help=BACKEND_HELP),
+    inventory: Optional[Path] = typer.Option(None, "--inventory", help=INVENTORY_HELP),
+    dry_run: bool = typer.Option(False, "--dry-run", help=DRY_RUN_HELP),
     cca_files: Optional[List[Path]] = typer.Option(None, "--cca-file", help="Python file defining congestion control classes (repeatable). It is code and runs with your rights: use only files you trust."),
 ) -> None:
     """Run one scenario and print per-flow results."""
     # The engine and the scenario wing.
     from .backends.cca import load_cca_file
-    from .backends.registry import BACKENDS
 
     for f in cca_files or []:
         load_cca_file(f)
-    if backend not in BACKENDS:
-        raise UsageError(f"--backend: unknown backend {backend!r}; allowed: {', '.join(BACKENDS)}")
-    runner = BACKENDS[backend]
+    runner = _backend(backend, inventory, dry_run)
     sc = runner.load(scenario, _overrides(sets))
+    if dry_run:
+        sys.stdout.write(runner.dry_run(sc))
+        return
     _warn_requirements(sc.doc)
     if sc.doc.get("sweep") and not as_json:
         err.print(f"note: {sc.name} has a [sweep] table; this runs its base scenario once (`ccarena sweep {scenario}` runs the whole sweep)", highlight=False, markup=False)
     target = None if no_save else _save_dir(sc, backend, out_dir)
     show = sys.stderr.isatty() and not as_json
-    with _progress_bar(show, runner.progress_unit) as bar:
-        task = bar.add_task(_esc(sc.name), total=sc.engine["run"]["duration"] / 1e9)
-        result = runner.run(sc, progress=lambda done, total: bar.update(task, completed=done))
-    for note in result.record.get("linux", {}).get("notes", []):
+    try:
+        with _progress_bar(show, runner.progress_unit) as bar:
+            task = bar.add_task(_esc(sc.name), total=sc.engine["run"]["duration"] / 1e9)
+            result = runner.run(sc, progress=lambda done, total: bar.update(task, completed=done))
+    finally:
+        if hasattr(runner, "close"):
+            runner.close()
+    for note in result.record.get(result.record.get("backend", "sim"), {}).get("notes", []):
         err.print(f"note: {note}", highlight=False, markup=False)
     saved = None
     if as_json:
@@ -183,6 +195,24 @@ def run(
     if result.invariant_violations:
         err.print(f"[red]engine invariant violated:[/red] {_esc(str(result.invariant_violations[0]))}")
         raise typer.Exit(3)
+
+
+def _backend(name: str, inventory: Optional[Path], dry_run: bool):
+    """The backend named by --backend, configured with --inventory; checks the options belong together."""
+    from .backends.registry import BACKENDS
+
+    if name not in BACKENDS:
+        raise UsageError(f"--backend: unknown backend {name!r}; allowed: {', '.join(BACKENDS)}")
+    if name != "testbed":
+        if inventory is not None:
+            raise UsageError(f"--inventory: only the testbed backend reads an inventory (this is --backend {name}); add --backend testbed")
+        if dry_run:
+            raise UsageError(f"--dry-run: only the testbed backend has a dry run (this is --backend {name}); add --backend testbed --inventory FILE")
+        return BACKENDS[name]
+    if inventory is None:
+        raise UsageError("--inventory: --backend testbed needs the inventory file naming the hosts (docs/testbed-backend.md; "
+                         "an example: examples/testbed/geni-fig8.toml)")
+    return BACKENDS[name].configure(inventory)
 
 
 def _same_run(directory: Path, sc, backend: str) -> bool:
@@ -224,11 +254,14 @@ def _print_run(result) -> None:
     s = result.summary
     sc = result.scenario
     rate = result.record["link"]["rate_bps"] / 1e6
-    linux = result.record.get("backend") == "linux"
+    kind = result.record.get("backend", "sim")
+    linux = kind != "sim"  # a kernel's record: the linux or the testbed backend
     title = f"{sc.name}: {len(flows)} flows, {rate:g} Mbps, {result.record['duration_ns'] / 1e9:g} s (warm-up {result.record['warmup_ns'] / 1e9:g} s), seed {sc.seed}"
     if linux:
-        title += f" [linux backend, kernel {result.record['linux']['kernel']}]"
-        if result.record["linux"].get("rate_above_limit"):
+        section = result.record[kind]
+        where = f"on {section['inventory']['name']}, " if kind == "testbed" else ""
+        title += f" [{kind} backend, {where}kernel {section['kernel']}]"
+        if section.get("rate_above_limit"):
             title += " (rate above what this machine carries: see the note)"
     # Imported when the command runs (see the note at the top).
     from .present.tables import Column, Listing, emit
