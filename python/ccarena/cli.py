@@ -405,22 +405,40 @@ def _warn_requirements(doc: dict) -> None:
 
 
 def _run_sweep_cli(scenario: str, results_dir: Path, jobs, dask, sets, quick: bool, repetitions, name, retry_failed: bool, quiet: bool,
-                   keep_stale: bool = False):
-    """Shared by `sweep` and `reproduce`: runs the sweep with a progress bar; returns the outcome."""
+                   keep_stale: bool = False, runner=None):
+    """Shared by `sweep` and `reproduce`: runs the sweep with a progress bar
+    (on `runner`, a backend other than the simulator, when given); returns the outcome."""
     # DuckDB and pandas (the store), matplotlib (figure specs).
     from .experiments.runner import prepare, run_sweep, stale_note
     from .experiments.sweep import repetitions_identical
     from .present.figures import validate_figure_specs
 
     # Without [sweep.quick] settings, quick mode is the full sweep (plan.quick is then off).
-    plan = prepare(scenario, _overrides(sets), quick, repetitions)
+    if runner is None:
+        plan = prepare(scenario, _overrides(sets), quick, repetitions)
+    else:
+        key = f"{runner.name} {runner.inventory.digest}" if getattr(runner, "inventory", None) is not None else runner.name
+        plan = prepare(scenario, _overrides(sets), quick, repetitions, catalogue=runner.algorithms(), backend_key=key)
     doc = plan.doc
     validate_figure_specs(doc.get("figures"))
     _warn_requirements(doc)
-    if repetitions_identical(plan.specs):
+    if runner is not None and (jobs is not None or dask):
+        raise UsageError(f"--jobs/--dask: the {runner.name} backend runs one run at a time on its hosts")
+    if repetitions_identical(plan.specs) and runner is None:
         err.print("[yellow]warning:[/yellow] the repetitions will be identical runs (nothing in the scenario is random); "
                   "set run.start_jitter (e.g. \"100ms\") or random loss to vary them", highlight=False)
-    executor = _make_executor(jobs, dask)
+    if runner is not None:
+        from .experiments.executors import BackendExecutor
+
+        first = next((s for s in plan.specs if s.engine is not None), None)
+        if first is not None and hasattr(runner, "preflight"):
+            # Every host reachable, with its interface, tools and algorithms, before the sweep starts.
+            from .scenario.model import Scenario
+
+            runner.preflight(Scenario(doc=first.doc, engine=first.engine, meta=first.meta, backend=runner.name))
+        executor = BackendExecutor(runner)
+    else:
+        executor = _make_executor(jobs, dask)
     show = sys.stderr.isatty() and not quiet
     log_lines = not sys.stderr.isatty() and not quiet  # e.g. under nohup or CI: a line per 10 % of the runs
     state = {"task": None, "runs": 0, "done": 0, "t0": time.monotonic(), "logged": 0}
@@ -462,6 +480,48 @@ def _run_sweep_cli(scenario: str, results_dir: Path, jobs, dask, sets, quick: bo
             err.print(f"interrupted: finished runs are stored in {results_dir}; run the same command again to resume", highlight=False, markup=False)
             raise
     return doc, outcome
+
+
+def _sweep_backend(backend: str, inventory: Optional[Path], dry_run: bool):
+    """None for the simulator (its executors), else the backend that runs each run of a sweep."""
+    runner = _backend(backend, inventory, dry_run)
+    if backend == "sim":
+        return None
+    if backend == "linux":
+        raise UsageError("--backend: sweeps run on sim or testbed; this machine's kernel is compared with the simulator by `ccarena validate`")
+    return runner
+
+
+def _sweep_dry_run(runner, scenario: str, sets, quick: bool, repetitions) -> None:
+    """Prints the commands of a sweep's runs: the first in full, then per further run the lines that differ."""
+    from .experiments.runner import prepare
+    from .scenario.model import Scenario
+
+    plan = prepare(scenario, _overrides(sets), quick, repetitions, catalogue=runner.algorithms())
+    specs = [s for s in plan.specs if s.engine is not None]
+    skipped = len(plan.specs) - len(specs)
+    out_lines = [f"# {len(specs)} runs" + (f" ({skipped} skipped)" if skipped else "") + f" on {runner.inventory.name}; nothing is connected to"]
+    first = None
+    for k, spec in enumerate(specs):
+        p = runner.plan(Scenario(doc=spec.doc, engine=spec.engine, meta=spec.meta, backend=runner.name), tag=f"run{k + 1}")
+        params = ", ".join(f"{a}={v}" for a, v in spec.params.items()) + f", seed {spec.seed}"
+        if first is None:
+            first = p
+            out_lines.append(f"# run 1/{len(specs)} ({params})")
+            out_lines.append(p.format())
+            continue
+        changed = []
+        for name, hp in p.hosts.items():
+            old_lines = set(_plan_lines(first.hosts[name], "run1"))
+            changed += [f"  [{name}] {line.splitlines()[0]}" for line in _plan_lines(hp, f"run{k + 1}") if line not in old_lines]
+        out_lines.append(f"# run {k + 1}/{len(specs)} ({params}): " + ("as run 1, except" if changed else "the same commands as run 1"))
+        out_lines += changed
+    sys.stdout.write("\n".join(out_lines) + "\n")
+
+
+def _plan_lines(hp, tag: str) -> list[str]:
+    lines = hp.setup + hp.start + [f"[t={t:g}s] {line}" for t, _, line in hp.launches] + hp.stop + hp.teardown
+    return [line.replace(tag, "TAG") for line in lines]
 
 
 def _command_line() -> str:
@@ -563,12 +623,23 @@ def sweep(
     keep_failed: bool = typer.Option(False, "--keep-failed", help="Do not retry runs that failed before."),
     keep_stale: bool = typer.Option(False, "--keep-stale", help="Reuse stored runs that another build of ccarena computed (default: compute them again)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object with the counts instead of tables."),
+    backend: str = typer.Option("sim", "--backend", help=BACKEND_HELP + " linux: use `ccarena validate`."),
+    inventory: Optional[Path] = typer.Option(None, "--inventory", help=INVENTORY_HELP),
+    dry_run: bool = typer.Option(False, "--dry-run", help=DRY_RUN_HELP + " The first run in full, then what each further run changes."),
 ) -> None:
     """Run a scenario's sweep (grid x repetitions) into a results directory; resumable."""
     from .results.store import load  # DuckDB, pandas
 
+    runner = _sweep_backend(backend, inventory, dry_run)
+    if dry_run:
+        _sweep_dry_run(runner, scenario, sets, quick, repetitions)
+        return
     _check_out_dir(results_dir)
-    doc, outcome = _run_sweep_cli(scenario, results_dir, jobs, dask, sets, quick, repetitions, name, not keep_failed, as_json, keep_stale)
+    try:
+        doc, outcome = _run_sweep_cli(scenario, results_dir, jobs, dask, sets, quick, repetitions, name, not keep_failed, as_json, keep_stale, runner)
+    finally:
+        if runner is not None:
+            runner.close()
     if as_json:
         print(json.dumps(outcome.to_dict()))
     else:
@@ -686,6 +757,9 @@ def reproduce(
     background: Optional[str] = typer.Option(
         None, "--background", "-b", help="Background traffic set-up: none, testbed or paper (docs/scenario.md); same as --set background=NAME."
     ),
+    backend: str = typer.Option("sim", "--backend", help=BACKEND_HELP + " linux: use `ccarena validate`."),
+    inventory: Optional[Path] = typer.Option(None, "--inventory", help=INVENTORY_HELP),
+    dry_run: bool = typer.Option(False, "--dry-run", help=DRY_RUN_HELP + " The first run in full, then what each further run changes."),
 ) -> None:
     """Run an experiment's sweep, store the results, draw its figures and write the report."""
     # matplotlib, DuckDB, pandas.
@@ -702,8 +776,16 @@ def reproduce(
         if background not in BACKGROUNDS:
             raise UsageError(f"--background: unknown set-up {background!r}; allowed: {', '.join(BACKGROUNDS)}")
         sets = [*(sets or []), f"background={background}"]
+    runner = _sweep_backend(backend, inventory, dry_run)
+    if dry_run:
+        _sweep_dry_run(runner, preset, sets, not full, repetitions)
+        return
     _check_out_dir(results_dir)
-    doc, outcome = _run_sweep_cli(preset, results_dir, jobs, dask, sets, not full, repetitions, None, True, False, keep_stale)
+    try:
+        doc, outcome = _run_sweep_cli(preset, results_dir, jobs, dask, sets, not full, repetitions, None, True, False, keep_stale, runner)
+    finally:
+        if runner is not None:
+            runner.close()
     res = load(results_dir)
     mode = "quick mode (add --full for the paper's set-up)" if outcome.experiment_id.endswith("@quick") else "full set-up"
     _emit(_points_table(res, outcome.experiment_id, f"{outcome.experiment_id}: {_status_line(res, outcome.experiment_id)}, {mode}"))

@@ -40,6 +40,7 @@ class TestbedBackend:
 
     name = "testbed"
     progress_unit = "s run"
+    __test__ = False  # not a test class, whatever its name says
 
     def __init__(self, inventory: str | Path | dict | Inventory | None = None):
         self.inventory = load_inventory(inventory) if inventory is not None else None

@@ -120,6 +120,15 @@ class Inventory:
                 "hosts": [{k: v for k, v in asdict(h).items() if k not in ("key", "known_hosts")} for h in self.hosts]}
 
 
+def _keys(table: Any, allowed: set[str], where: str) -> dict:
+    try:
+        return check_keys(table, allowed, where)
+    except InventoryError:
+        raise
+    except ScenarioError as e:
+        raise InventoryError(e.field, e.message) from None
+
+
 def _string(value: Any, where: str, pattern: re.Pattern | None = None, what: str = "") -> str:
     if not isinstance(value, str) or not value:
         raise InventoryError(where, f"must be a non-empty string, got {excerpt(value)}")
@@ -150,7 +159,7 @@ def _jump(value: Any, where: str) -> str:
 
 def _host(table: Any, k: int, defaults: dict) -> Host:
     where = f"hosts[{k}]"
-    check_keys(table, _HOST_KEYS, where)
+    _keys(table, _HOST_KEYS, where)
     merged = {**defaults, **table}
     for req in ("name", "role", "interface"):
         if req not in table and not (req == "interface" and req in defaults):
@@ -215,8 +224,8 @@ def _host(table: Any, k: int, defaults: dict) -> Host:
 
 def parse_inventory(doc: Any, path: str | None = None) -> Inventory:
     """The inventory of a parsed TOML document, checked."""
-    check_keys(doc, _TOP_KEYS, "")
-    defaults = check_keys(doc.get("defaults", {}), _SSH_KEYS | {"interface"}, "defaults")
+    _keys(doc, _TOP_KEYS, "")
+    defaults = _keys(doc.get("defaults", {}), _SSH_KEYS | {"interface"}, "defaults")
     hosts_doc = doc.get("hosts")
     if not isinstance(hosts_doc, list) or not hosts_doc:
         raise InventoryError("hosts", "missing; list the machines as [[hosts]] tables (name, role, interface, ...)")
