@@ -199,7 +199,7 @@ def run(
 
 def _backend(name: str, inventory: Optional[Path], dry_run: bool):
     """The backend named by --backend, configured with --inventory; checks the options belong together."""
-    from .backends.registry import BACKENDS
+    from .backends.registry import BACKENDS  # the engine and the scenario wing
 
     if name not in BACKENDS:
         raise UsageError(f"--backend: unknown backend {name!r}; allowed: {', '.join(BACKENDS)}")
@@ -428,12 +428,12 @@ def _run_sweep_cli(scenario: str, results_dir: Path, jobs, dask, sets, quick: bo
         err.print("[yellow]warning:[/yellow] the repetitions will be identical runs (nothing in the scenario is random); "
                   "set run.start_jitter (e.g. \"100ms\") or random loss to vary them", highlight=False)
     if runner is not None:
-        from .experiments.executors import BackendExecutor
+        from .experiments.executors import BackendExecutor  # the engine (as the other executors)
 
         first = next((s for s in plan.specs if s.engine is not None), None)
         if first is not None and hasattr(runner, "preflight"):
             # Every host reachable, with its interface, tools and algorithms, before the sweep starts.
-            from .scenario.model import Scenario
+            from .scenario.model import Scenario  # the scenario wing (loaded by the sweep already)
 
             runner.preflight(Scenario(doc=first.doc, engine=first.engine, meta=first.meta, backend=runner.name))
         executor = BackendExecutor(runner)
@@ -494,6 +494,7 @@ def _sweep_backend(backend: str, inventory: Optional[Path], dry_run: bool):
 
 def _sweep_dry_run(runner, scenario: str, sets, quick: bool, repetitions) -> None:
     """Prints the commands of a sweep's runs: the first in full, then per further run the lines that differ."""
+    # The scenario wing and the sweep's expansion (DuckDB and pandas with them).
     from .experiments.runner import prepare
     from .scenario.model import Scenario
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import ctypes
 import importlib
+import json
 import multiprocessing as mp
 import os
 import signal
@@ -347,8 +348,6 @@ class BackendExecutor:
             yield from self._one(task)
 
     def _one(self, task: Task) -> Iterator[Event]:
-        import json
-
         state: dict[str, Any] = {"done_s": 0.0, "out": None}
         cancel = threading.Event()
 

@@ -77,7 +77,7 @@ class TestbedBackend:
 
     def plan(self, scenario: str | Path | dict | Scenario, tag: str = "TAG") -> Plan:
         """The commands per host of one run, without connecting anywhere."""
-        from ..linux.backend import check_scenario
+        from ..linux.backend import check_scenario  # pandas (RunResult): only when a plan is made
 
         sc = scenario if isinstance(scenario, Scenario) else self.load(scenario)
         notes = check_scenario(sc, backend="testbed", max_rate_bps=None, hz=None)
@@ -91,7 +91,7 @@ class TestbedBackend:
 
     def hosts(self):
         """The SSH connections (opened on first use, kept for every run until ``close``)."""
-        from .remote import Hosts
+        from .remote import Hosts  # asyncssh: only when hosts are contacted
 
         with self._lock:
             if self._hosts is None:
@@ -101,12 +101,12 @@ class TestbedBackend:
     def preflight(self, scenario: Scenario) -> None:
         """Connects to every host and probes it for `scenario`; raises
         TestbedUnavailable naming the host and what is missing. Nothing is changed."""
-        from .run import probe_hosts
+        from .run import probe_hosts  # pandas and asyncssh: only when hosts are contacted
 
         probe_hosts(self.hosts(), scenario)
 
     def run(self, scenario: Scenario, progress: ProgressCallback | None = None, cancel: threading.Event | None = None) -> "RunResult":
-        from .run import run_testbed
+        from .run import run_testbed  # pandas and asyncssh: only when hosts are contacted
 
         return run_testbed(scenario, self.hosts(), progress=progress, cancel=cancel)
 
