@@ -217,3 +217,18 @@ def test_a_missing_interface_is_refused_before_anything_changes(testbed):
     p = testbed.ccarena("run", "two.toml", "--backend", "testbed", "--inventory", "bad.toml", "--no-save")
     assert p.returncode == 2 and "r1 (root@" in p.stderr and "interface eth9 is missing" in p.stderr, p.stderr
     assert not _left_behind(testbed)
+
+
+@needs_hosts
+@pytest.mark.slow
+def test_validate_compares_the_simulator_with_the_hosts(testbed):
+    import json
+
+    p = testbed.ccarena("validate", "--suite", "ci", "--duration", "5", "--backend", "testbed", "--inventory", "inventory.toml",
+                        "--out", "validate", "--json")
+    assert p.returncode == 0, p.stderr
+    rows = json.loads(p.stdout)
+    assert {r["case"] for r in rows} == {"reno-50M-40v40ms", "cubic-50M-40v40ms"}
+    assert all(r["kernel"] == r["kernel"] for r in rows if r["metric"] == "utilization")  # measured, not NaN
+    assert list((testbed.dir / "validate").glob("ci-*/runs/reno-50M-40v40ms/testbed-seed1"))
+    assert not _left_behind(testbed)

@@ -889,8 +889,10 @@ def validate(
     duration: Optional[float] = typer.Option(None, "--duration", min=1, help="Seconds per run (default: the set's)."),
     out_root: Path = typer.Option(Path("results") / "validate", "--out", help="Where to store the table and the runs."),
     as_json: bool = typer.Option(False, "--json", help="Print the table as JSON."),
+    backend: str = typer.Option("linux", "--backend", help="The kernel to compare with: linux (this machine's, in namespaces) or testbed (the hosts of --inventory)."),
+    inventory: Optional[Path] = typer.Option(None, "--inventory", help=INVENTORY_HELP),
 ) -> None:
-    """Run a validation suite on the simulator and on this machine's kernel, and compare."""
+    """Run a validation suite on the simulator and on a kernel (this machine's or a testbed's), and compare."""
     # Pandas.
     from .experiments.crosscheck import METRICS, VALIDATION_SETS, fmt_diff, format_metric, run_validation
     from .present.tables import Column, Listing
@@ -899,7 +901,15 @@ def validate(
         raise UsageError(f"validate: --set is now --suite (--set overrides scenario fields in the other commands); use --suite {old_set}")
     if suite not in VALIDATION_SETS:
         raise UsageError(f"--suite: unknown validation suite {suite!r}; allowed: {', '.join(VALIDATION_SETS)}")
-    table, where = run_validation(suite, out_root, duration, repetitions, log=lambda s: err.print(s, highlight=False, soft_wrap=True))
+    if backend not in ("linux", "testbed"):
+        raise UsageError(f"--backend: validate compares the simulator with a kernel; allowed: linux, testbed, got {backend!r}")
+    kernel = _backend(backend, inventory, False)
+    try:
+        table, where = run_validation(suite, out_root, duration, repetitions, log=lambda s: err.print(s, highlight=False, soft_wrap=True),
+                                      backend=kernel)
+    finally:
+        if hasattr(kernel, "close"):
+            kernel.close()
     if as_json:
         print(table.to_json(orient="records"))
         err.print(f"stored in {_esc(str(where))}")
