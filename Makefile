@@ -30,6 +30,7 @@ BPF_ARCH  := $(shell uname -m | sed -e s/x86_64/x86/ -e s/aarch64/arm64/)
 
 linux-tools:
 	@mkdir -p $(LINUX_BIN)
+	@cp linux/delay.c $(LINUX_BIN)/delay.c  # the testbed backend copies it to hosts without netem and builds it there
 	@if command -v gcc >/dev/null && pkg-config --exists libnetfilter_queue 2>/dev/null; then \
 		$(MAKE) --no-print-directory $(LINUX_BIN)/ccarena-delay; \
 	else echo "note: gcc or libnetfilter-queue-dev missing: the linux backend's delay program is not built"; fi
@@ -53,7 +54,7 @@ $(VENV)/.deps: pyproject.toml
 	@$(PYTHON) -m venv $(VENV) || { echo "could not create $(VENV): on Debian/Ubuntu install python3-venv"; exit 2; }
 	@echo "== installing the Python dependencies (pip; about 300 MB)"
 	@$(BIN)/pip install --quiet --upgrade pip
-	@$(BIN)/pip install --progress-bar on "maturin>=1.5,<2" numpy "pandas>=2" "pyarrow>=14" "typer>=0.12" "rich>=13" "duckdb>=1.0" "matplotlib>=3.7" "dask[distributed]>=2024.1" "scipy>=1.10" "pytest>=8" "pytest-timeout>=2" "hypothesis>=6"
+	@$(BIN)/pip install --progress-bar on "maturin>=1.5,<2" numpy "pandas>=2" "pyarrow>=14" "typer>=0.12" "rich>=13" "duckdb>=1.0" "matplotlib>=3.7" "dask[distributed]>=2024.1" "scipy>=1.10" "asyncssh>=2.14" "pytest>=8" "pytest-timeout>=2" "hypothesis>=6"
 	@touch $@
 
 demo: setup

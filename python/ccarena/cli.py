@@ -134,6 +134,12 @@ def _progress_bar(enabled: bool, unit: str = "s simulated"):
     )
 
 
+BACKEND_HELP = ("Where to run: sim (the simulator), linux (this machine's kernel TCP; needs root) or testbed "
+                "(remote Linux hosts over SSH, named by --inventory).")
+INVENTORY_HELP = "The testbed's inventory (TOML: hosts, roles, SSH, interfaces; docs/testbed-backend.md); with --backend testbed."
+DRY_RUN_HELP = "Print every command each testbed host would run, without connecting anywhere (--backend testbed)."
+
+
 @app.command()
 def run(
     scenario: str = typer.Argument(..., help="Scenario file (.toml) or preset name (see `ccarena list experiments`)."),
@@ -143,29 +149,35 @@ def run(
         None, "--out", help="Directory for the saved result (default results/runs/NAME-seedN, or NAME-seedN-2, ... when that holds a different run)."
     ),
     no_save: bool = typer.Option(False, "--no-save", help="Do not save the result."),
-    backend: str = typer.Option("sim", "--backend", help="Where to run: sim (the simulator) or linux (this machine's kernel TCP; needs root)."),
+    backend: str = typer.Option("sim", "--backend", help=BACKEND_HELP),
+    inventory: Optional[Path] = typer.Option(None, "--inventory", help=INVENTORY_HELP),
+    dry_run: bool = typer.Option(False, "--dry-run", help=DRY_RUN_HELP),
     cca_files: Optional[List[Path]] = typer.Option(None, "--cca-file", help="Python file defining congestion control classes (repeatable). It is code and runs with your rights: use only files you trust."),
 ) -> None:
     """Run one scenario and print per-flow results."""
     # The engine and the scenario wing.
     from .backends.cca import load_cca_file
-    from .backends.registry import BACKENDS
 
     for f in cca_files or []:
         load_cca_file(f)
-    if backend not in BACKENDS:
-        raise UsageError(f"--backend: unknown backend {backend!r}; allowed: {', '.join(BACKENDS)}")
-    runner = BACKENDS[backend]
+    runner = _backend(backend, inventory, dry_run)
     sc = runner.load(scenario, _overrides(sets))
+    if dry_run:
+        sys.stdout.write(runner.dry_run(sc))
+        return
     _warn_requirements(sc.doc)
     if sc.doc.get("sweep") and not as_json:
         err.print(f"note: {sc.name} has a [sweep] table; this runs its base scenario once (`ccarena sweep {scenario}` runs the whole sweep)", highlight=False, markup=False)
     target = None if no_save else _save_dir(sc, backend, out_dir)
     show = sys.stderr.isatty() and not as_json
-    with _progress_bar(show, runner.progress_unit) as bar:
-        task = bar.add_task(_esc(sc.name), total=sc.engine["run"]["duration"] / 1e9)
-        result = runner.run(sc, progress=lambda done, total: bar.update(task, completed=done))
-    for note in result.record.get("linux", {}).get("notes", []):
+    try:
+        with _progress_bar(show, runner.progress_unit) as bar:
+            task = bar.add_task(_esc(sc.name), total=sc.engine["run"]["duration"] / 1e9)
+            result = runner.run(sc, progress=lambda done, total: bar.update(task, completed=done))
+    finally:
+        if hasattr(runner, "close"):
+            runner.close()
+    for note in result.record.get(result.record.get("backend", "sim"), {}).get("notes", []):
         err.print(f"note: {note}", highlight=False, markup=False)
     saved = None
     if as_json:
@@ -183,6 +195,24 @@ def run(
     if result.invariant_violations:
         err.print(f"[red]engine invariant violated:[/red] {_esc(str(result.invariant_violations[0]))}")
         raise typer.Exit(3)
+
+
+def _backend(name: str, inventory: Optional[Path], dry_run: bool):
+    """The backend named by --backend, configured with --inventory; checks the options belong together."""
+    from .backends.registry import BACKENDS  # the engine and the scenario wing
+
+    if name not in BACKENDS:
+        raise UsageError(f"--backend: unknown backend {name!r}; allowed: {', '.join(BACKENDS)}")
+    if name != "testbed":
+        if inventory is not None:
+            raise UsageError(f"--inventory: only the testbed backend reads an inventory (this is --backend {name}); add --backend testbed")
+        if dry_run:
+            raise UsageError(f"--dry-run: only the testbed backend has a dry run (this is --backend {name}); add --backend testbed --inventory FILE")
+        return BACKENDS[name]
+    if inventory is None:
+        raise UsageError("--inventory: --backend testbed needs the inventory file naming the hosts (docs/testbed-backend.md; "
+                         "an example: examples/testbed/geni-fig8.toml)")
+    return BACKENDS[name].configure(inventory)
 
 
 def _same_run(directory: Path, sc, backend: str) -> bool:
@@ -224,11 +254,14 @@ def _print_run(result) -> None:
     s = result.summary
     sc = result.scenario
     rate = result.record["link"]["rate_bps"] / 1e6
-    linux = result.record.get("backend") == "linux"
+    kind = result.record.get("backend", "sim")
+    linux = kind != "sim"  # a kernel's record: the linux or the testbed backend
     title = f"{sc.name}: {len(flows)} flows, {rate:g} Mbps, {result.record['duration_ns'] / 1e9:g} s (warm-up {result.record['warmup_ns'] / 1e9:g} s), seed {sc.seed}"
     if linux:
-        title += f" [linux backend, kernel {result.record['linux']['kernel']}]"
-        if result.record["linux"].get("rate_above_limit"):
+        section = result.record[kind]
+        where = f"on {section['inventory']['name']}, " if kind == "testbed" else ""
+        title += f" [{kind} backend, {where}kernel {section['kernel']}]"
+        if section.get("rate_above_limit"):
             title += " (rate above what this machine carries: see the note)"
     # Imported when the command runs (see the note at the top).
     from .present.tables import Column, Listing, emit
@@ -372,22 +405,40 @@ def _warn_requirements(doc: dict) -> None:
 
 
 def _run_sweep_cli(scenario: str, results_dir: Path, jobs, dask, sets, quick: bool, repetitions, name, retry_failed: bool, quiet: bool,
-                   keep_stale: bool = False):
-    """Shared by `sweep` and `reproduce`: runs the sweep with a progress bar; returns the outcome."""
+                   keep_stale: bool = False, runner=None):
+    """Shared by `sweep` and `reproduce`: runs the sweep with a progress bar
+    (on `runner`, a backend other than the simulator, when given); returns the outcome."""
     # DuckDB and pandas (the store), matplotlib (figure specs).
     from .experiments.runner import prepare, run_sweep, stale_note
     from .experiments.sweep import repetitions_identical
     from .present.figures import validate_figure_specs
 
     # Without [sweep.quick] settings, quick mode is the full sweep (plan.quick is then off).
-    plan = prepare(scenario, _overrides(sets), quick, repetitions)
+    if runner is None:
+        plan = prepare(scenario, _overrides(sets), quick, repetitions)
+    else:
+        key = f"{runner.name} {runner.inventory.digest}" if getattr(runner, "inventory", None) is not None else runner.name
+        plan = prepare(scenario, _overrides(sets), quick, repetitions, catalogue=runner.algorithms(), backend_key=key)
     doc = plan.doc
     validate_figure_specs(doc.get("figures"))
     _warn_requirements(doc)
-    if repetitions_identical(plan.specs):
+    if runner is not None and (jobs is not None or dask):
+        raise UsageError(f"--jobs/--dask: the {runner.name} backend runs one run at a time on its hosts")
+    if repetitions_identical(plan.specs) and runner is None:
         err.print("[yellow]warning:[/yellow] the repetitions will be identical runs (nothing in the scenario is random); "
                   "set run.start_jitter (e.g. \"100ms\") or random loss to vary them", highlight=False)
-    executor = _make_executor(jobs, dask)
+    if runner is not None:
+        from .experiments.executors import BackendExecutor  # the engine (as the other executors)
+
+        first = next((s for s in plan.specs if s.engine is not None), None)
+        if first is not None and hasattr(runner, "preflight"):
+            # Every host reachable, with its interface, tools and algorithms, before the sweep starts.
+            from .scenario.model import Scenario  # the scenario wing (loaded by the sweep already)
+
+            runner.preflight(Scenario(doc=first.doc, engine=first.engine, meta=first.meta, backend=runner.name))
+        executor = BackendExecutor(runner)
+    else:
+        executor = _make_executor(jobs, dask)
     show = sys.stderr.isatty() and not quiet
     log_lines = not sys.stderr.isatty() and not quiet  # e.g. under nohup or CI: a line per 10 % of the runs
     state = {"task": None, "runs": 0, "done": 0, "t0": time.monotonic(), "logged": 0}
@@ -429,6 +480,49 @@ def _run_sweep_cli(scenario: str, results_dir: Path, jobs, dask, sets, quick: bo
             err.print(f"interrupted: finished runs are stored in {results_dir}; run the same command again to resume", highlight=False, markup=False)
             raise
     return doc, outcome
+
+
+def _sweep_backend(backend: str, inventory: Optional[Path], dry_run: bool):
+    """None for the simulator (its executors), else the backend that runs each run of a sweep."""
+    runner = _backend(backend, inventory, dry_run)
+    if backend == "sim":
+        return None
+    if backend == "linux":
+        raise UsageError("--backend: sweeps run on sim or testbed; this machine's kernel is compared with the simulator by `ccarena validate`")
+    return runner
+
+
+def _sweep_dry_run(runner, scenario: str, sets, quick: bool, repetitions) -> None:
+    """Prints the commands of a sweep's runs: the first in full, then per further run the lines that differ."""
+    # The scenario wing and the sweep's expansion (DuckDB and pandas with them).
+    from .experiments.runner import prepare
+    from .scenario.model import Scenario
+
+    plan = prepare(scenario, _overrides(sets), quick, repetitions, catalogue=runner.algorithms())
+    specs = [s for s in plan.specs if s.engine is not None]
+    skipped = len(plan.specs) - len(specs)
+    out_lines = [f"# {len(specs)} runs" + (f" ({skipped} skipped)" if skipped else "") + f" on {runner.inventory.name}; nothing is connected to"]
+    first = None
+    for k, spec in enumerate(specs):
+        p = runner.plan(Scenario(doc=spec.doc, engine=spec.engine, meta=spec.meta, backend=runner.name), tag=f"run{k + 1}")
+        params = ", ".join(f"{a}={v}" for a, v in spec.params.items()) + f", seed {spec.seed}"
+        if first is None:
+            first = p
+            out_lines.append(f"# run 1/{len(specs)} ({params})")
+            out_lines.append(p.format())
+            continue
+        changed = []
+        for name, hp in p.hosts.items():
+            old_lines = set(_plan_lines(first.hosts[name], "run1"))
+            changed += [f"  [{name}] {line.splitlines()[0]}" for line in _plan_lines(hp, f"run{k + 1}") if line not in old_lines]
+        out_lines.append(f"# run {k + 1}/{len(specs)} ({params}): " + ("as run 1, except" if changed else "the same commands as run 1"))
+        out_lines += changed
+    sys.stdout.write("\n".join(out_lines) + "\n")
+
+
+def _plan_lines(hp, tag: str) -> list[str]:
+    lines = hp.setup + hp.start + [f"[t={t:g}s] {line}" for t, _, line in hp.launches] + hp.stop + hp.teardown
+    return [line.replace(tag, "TAG") for line in lines]
 
 
 def _command_line() -> str:
@@ -530,12 +624,23 @@ def sweep(
     keep_failed: bool = typer.Option(False, "--keep-failed", help="Do not retry runs that failed before."),
     keep_stale: bool = typer.Option(False, "--keep-stale", help="Reuse stored runs that another build of ccarena computed (default: compute them again)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object with the counts instead of tables."),
+    backend: str = typer.Option("sim", "--backend", help=BACKEND_HELP + " linux: use `ccarena validate`."),
+    inventory: Optional[Path] = typer.Option(None, "--inventory", help=INVENTORY_HELP),
+    dry_run: bool = typer.Option(False, "--dry-run", help=DRY_RUN_HELP + " The first run in full, then what each further run changes."),
 ) -> None:
     """Run a scenario's sweep (grid x repetitions) into a results directory; resumable."""
     from .results.store import load  # DuckDB, pandas
 
+    runner = _sweep_backend(backend, inventory, dry_run)
+    if dry_run:
+        _sweep_dry_run(runner, scenario, sets, quick, repetitions)
+        return
     _check_out_dir(results_dir)
-    doc, outcome = _run_sweep_cli(scenario, results_dir, jobs, dask, sets, quick, repetitions, name, not keep_failed, as_json, keep_stale)
+    try:
+        doc, outcome = _run_sweep_cli(scenario, results_dir, jobs, dask, sets, quick, repetitions, name, not keep_failed, as_json, keep_stale, runner)
+    finally:
+        if runner is not None:
+            runner.close()
     if as_json:
         print(json.dumps(outcome.to_dict()))
     else:
@@ -653,6 +758,9 @@ def reproduce(
     background: Optional[str] = typer.Option(
         None, "--background", "-b", help="Background traffic set-up: none, testbed or paper (docs/scenario.md); same as --set background=NAME."
     ),
+    backend: str = typer.Option("sim", "--backend", help=BACKEND_HELP + " linux: use `ccarena validate`."),
+    inventory: Optional[Path] = typer.Option(None, "--inventory", help=INVENTORY_HELP),
+    dry_run: bool = typer.Option(False, "--dry-run", help=DRY_RUN_HELP + " The first run in full, then what each further run changes."),
 ) -> None:
     """Run an experiment's sweep, store the results, draw its figures and write the report."""
     # matplotlib, DuckDB, pandas.
@@ -669,8 +777,16 @@ def reproduce(
         if background not in BACKGROUNDS:
             raise UsageError(f"--background: unknown set-up {background!r}; allowed: {', '.join(BACKGROUNDS)}")
         sets = [*(sets or []), f"background={background}"]
+    runner = _sweep_backend(backend, inventory, dry_run)
+    if dry_run:
+        _sweep_dry_run(runner, preset, sets, not full, repetitions)
+        return
     _check_out_dir(results_dir)
-    doc, outcome = _run_sweep_cli(preset, results_dir, jobs, dask, sets, not full, repetitions, None, True, False, keep_stale)
+    try:
+        doc, outcome = _run_sweep_cli(preset, results_dir, jobs, dask, sets, not full, repetitions, None, True, False, keep_stale, runner)
+    finally:
+        if runner is not None:
+            runner.close()
     res = load(results_dir)
     mode = "quick mode (add --full for the paper's set-up)" if outcome.experiment_id.endswith("@quick") else "full set-up"
     _emit(_points_table(res, outcome.experiment_id, f"{outcome.experiment_id}: {_status_line(res, outcome.experiment_id)}, {mode}"))
@@ -773,8 +889,10 @@ def validate(
     duration: Optional[float] = typer.Option(None, "--duration", min=1, help="Seconds per run (default: the set's)."),
     out_root: Path = typer.Option(Path("results") / "validate", "--out", help="Where to store the table and the runs."),
     as_json: bool = typer.Option(False, "--json", help="Print the table as JSON."),
+    backend: str = typer.Option("linux", "--backend", help="The kernel to compare with: linux (this machine's, in namespaces) or testbed (the hosts of --inventory)."),
+    inventory: Optional[Path] = typer.Option(None, "--inventory", help=INVENTORY_HELP),
 ) -> None:
-    """Run a validation suite on the simulator and on this machine's kernel, and compare."""
+    """Run a validation suite on the simulator and on a kernel (this machine's or a testbed's), and compare."""
     # Pandas.
     from .experiments.crosscheck import METRICS, VALIDATION_SETS, fmt_diff, format_metric, run_validation, within_spread
     from .present.tables import Column, Listing
@@ -783,7 +901,15 @@ def validate(
         raise UsageError(f"validate: --set is now --suite (--set overrides scenario fields in the other commands); use --suite {old_set}")
     if suite not in VALIDATION_SETS:
         raise UsageError(f"--suite: unknown validation suite {suite!r}; allowed: {', '.join(VALIDATION_SETS)}")
-    table, where = run_validation(suite, out_root, duration, repetitions, log=lambda s: err.print(s, highlight=False, soft_wrap=True))
+    if backend not in ("linux", "testbed"):
+        raise UsageError(f"--backend: validate compares the simulator with a kernel; allowed: linux, testbed, got {backend!r}")
+    kernel = _backend(backend, inventory, False)
+    try:
+        table, where = run_validation(suite, out_root, duration, repetitions, log=lambda s: err.print(s, highlight=False, soft_wrap=True),
+                                      backend=kernel)
+    finally:
+        if hasattr(kernel, "close"):
+            kernel.close()
     if as_json:
         print(table.to_json(orient="records"))
         err.print(f"stored in {_esc(str(where))}")

@@ -1,5 +1,6 @@
 """`ccarena validate`: the same scenarios on the simulator and on the kernel
-(the linux backend), side by side; the cross-check of docs/fidelity.md.
+(the linux backend, or remote hosts with the testbed backend), side by side;
+the cross-check of docs/fidelity.md.
 (Named crosscheck, not validate: validating a scenario is the scenario wing's.)
 
 A validation set is a list of cases (one two-flow dumbbell scenario each),
@@ -145,12 +146,20 @@ def run_validation(
     duration_s: float | None = None,
     repetitions: int | None = None,
     log: Callable[[str], None] = lambda s: None,
+    backend=None,
 ) -> tuple[pd.DataFrame, Path]:
-    """Runs the set on both backends; returns the table and where it was stored."""
-    check_host(need_delay=True)
+    """Runs the set on the simulator and on a kernel backend (`backend`:
+    this machine's, LINUX, by default; or a testbed backend with its
+    inventory); returns the table and where it was stored. The kernel's rows
+    keep the label "linux" whichever kernel ran them (runs/ names the backend)."""
+    backend = backend or LINUX
+    if backend is LINUX:
+        check_host(need_delay=True)
     cases, reps = validation_cases(set_name, duration_s, repetitions)
     sim_ccas = engine_cca_names()
-    kernel, sim = LINUX.algorithms(), SIM.algorithms()
+    kernel, sim = backend.algorithms(), SIM.algorithms()
+    if hasattr(backend, "preflight"):
+        backend.preflight(Scenario.from_dict(json.loads(json.dumps(cases[0][1])), catalogue=kernel))
     out = Path(out_root) / f"{set_name}-{time.strftime('%Y%m%d-%H%M%S')}"
     (out / "runs").mkdir(parents=True, exist_ok=True)
     (out / "cases.json").write_text(json.dumps({cid: doc for cid, doc in cases}, indent=2))
@@ -164,11 +173,11 @@ def run_validation(
             d["run"]["seed"] = seed
             done += 1
             t0 = time.time()
-            r = LINUX.run(Scenario.from_dict(d, catalogue=kernel))
-            r.save(out / "runs" / cid / f"linux-seed{seed}")
+            r = backend.run(Scenario.from_dict(d, catalogue=kernel))
+            r.save(out / "runs" / cid / f"{backend.name}-seed{seed}")
             m = metrics_of(r)
             raw.append({"case": cid, "backend": "linux", "seed": seed, **m})
-            starts = r.record["linux"]["data_start_s"]
+            starts = r.record[r.record["backend"]]["data_start_s"]
             if cca in sim_ccas:
                 rs = SIM.run(Scenario.from_dict(d, catalogue=sim))
                 rs.save(out / "runs" / cid / f"sim-seed{seed}")

@@ -13,6 +13,10 @@ the database) happens in the calling process.
   the parent even if it is killed with SIGKILL.
 * ``DaskExecutor``: the same tasks on a dask.distributed cluster
   (``--dask tcp://scheduler:8786``, or ``--dask local`` for a LocalCluster).
+* ``BackendExecutor``: each task on another backend (the testbed's hosts),
+  one at a time, in a thread of this process so that progress and Ctrl-C
+  reach the sweep while a run is on; an interrupted run tears down before
+  the sweep stops.
 
 Events: ``RunProgress`` (simulated seconds so far), ``RunDone`` (the record),
 ``RunFailed`` (the error) and ``Idle`` (nothing happened for a while; lets
@@ -23,9 +27,11 @@ from __future__ import annotations
 
 import ctypes
 import importlib
+import json
 import multiprocessing as mp
 import os
 import signal
+import threading
 import time
 import traceback
 from dataclasses import dataclass
@@ -47,6 +53,7 @@ __all__ = [
     "execute_task",
     "LocalExecutor",
     "DaskExecutor",
+    "BackendExecutor",
     "ExecutorError",
 ]
 
@@ -62,6 +69,8 @@ class Task:
     #: them (loaded by the worker, which has not seen the parent's registrations).
     python_ccas: tuple[str, ...] = ()
     cca_files: tuple[str, ...] = ()
+    #: The scenario itself, for executors that hand it to a backend (``BackendExecutor``); None otherwise.
+    scenario: Any = None
 
 
 @dataclass(frozen=True)
@@ -322,3 +331,42 @@ class DaskExecutor:
             client.close()
             if cluster is not None:
                 cluster.close()
+
+
+class BackendExecutor:
+    """Runs tasks one at a time on `backend` (anything with ``run(scenario,
+    progress, cancel)``, such as the testbed backend); tasks carry their scenario."""
+
+    needs_scenario = True
+
+    def __init__(self, backend):
+        self.backend = backend
+        self.description = f"the {backend.name} backend, one run at a time"
+
+    def run(self, tasks: list[Task]) -> Iterator[Event]:
+        for task in tasks:
+            yield from self._one(task)
+
+    def _one(self, task: Task) -> Iterator[Event]:
+        state: dict[str, Any] = {"done_s": 0.0, "out": None}
+        cancel = threading.Event()
+
+        def work() -> None:
+            t0 = time.perf_counter()
+            try:
+                result = self.backend.run(task.scenario, progress=lambda done, total: state.__setitem__("done_s", done), cancel=cancel)
+                state["out"] = RunDone(task.run_id, json.dumps(result.record), time.perf_counter() - t0, build_id())
+            except BaseException as e:  # noqa: BLE001 - one run's failure is reported, the sweep goes on
+                state["out"] = RunFailed(task.run_id, f"{type(e).__name__}: {e}", time.perf_counter() - t0)
+
+        worker = threading.Thread(target=work, name=f"ccarena-{self.backend.name}-run", daemon=True)
+        worker.start()
+        try:
+            while worker.is_alive():
+                worker.join(0.5)
+                yield RunProgress(task.run_id, state["done_s"])
+        finally:
+            if worker.is_alive():  # the sweep stops (Ctrl-C): the run tears down first
+                cancel.set()
+                worker.join()
+        yield state["out"]

@@ -13,6 +13,7 @@ again those that another build of ccarena computed (unless told to keep them).
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import signal
 import sys
 import threading
@@ -24,6 +25,7 @@ from typing import Any, Callable, Iterator
 from ..errors import ScenarioError
 from ..results.claims import Claims
 from ..results.store import Store, load
+from ..scenario.catalogue import Catalogue
 from ..scenario.document import apply_overrides, read_document
 from ..scenario.model import Scenario
 from ..version import build_id
@@ -91,8 +93,12 @@ class SweepPlan:
 
 
 def prepare(scenario: str | Path | dict | Scenario, overrides: dict[str, Any] | None = None, quick: bool = False,
-            repetitions: int | None = None) -> SweepPlan:
-    """The scenario's sweep with `quick` settings, `overrides` and `repetitions` applied, and its runs."""
+            repetitions: int | None = None, catalogue: Catalogue | None = None, backend_key: str = "") -> SweepPlan:
+    """The scenario's sweep with `quick` settings, `overrides` and `repetitions` applied, and its runs.
+
+    `catalogue` validates the runs for a backend other than the simulator;
+    `backend_key` (e.g. "testbed <inventory digest>") then keeps their run
+    ids apart from the simulator's runs of the same scenario."""
     doc, path = _load_doc(scenario)
     quick = quick and bool(quick_settings(doc))
     if quick:
@@ -108,7 +114,13 @@ def prepare(scenario: str | Path | dict | Scenario, overrides: dict[str, Any] | 
         sweep["repetitions"] = repetitions
         doc["sweep"] = sweep
     sw = parse_sweep(doc)
-    return SweepPlan(doc=doc, sweep=sw, specs=expand_sweep(doc, sw, path=path), path=path, quick=quick)
+    specs = expand_sweep(doc, sw, path=path, catalogue=catalogue)
+    if backend_key:
+        for s in specs:
+            if s.engine is not None:
+                s.run_id = hashlib.sha256(f"{s.run_id}\n{backend_key}".encode()).hexdigest()[:16]
+                s.scenario_hash = hashlib.sha256(f"{s.scenario_hash}\n{backend_key}".encode()).hexdigest()[:16]
+    return SweepPlan(doc=doc, sweep=sw, specs=specs, path=path, quick=quick)
 
 
 def _load_doc(scenario: str | Path | dict | Scenario) -> tuple[dict, str | None]:
@@ -202,7 +214,7 @@ def run_sweep(
         emit("start", {"experiment": experiment_id, "runs": len(todo), "cached": outcome.cached, "skipped": outcome.skipped,
                        "stale": outcome.stale, "stale_builds": outcome.stale_builds, "kept_stale": outcome.kept_stale, "build": current,
                        "simulated_s": total_sim, "skip_reasons": outcome.skip_reasons, "executor": executor.description})
-        tasks = [_task(s) for s in todo.values()]
+        tasks = [_task(s, getattr(executor, "needs_scenario", False)) for s in todo.values()]
         store.release()
         if tasks:
             with _deferred_interrupt() as interrupted:
@@ -270,12 +282,14 @@ def _deferred_interrupt():
         signal.signal(signal.SIGINT, old)
 
 
-def _task(spec: RunSpec) -> Task:
-    """What a worker needs to run `spec` on the simulator."""
+def _task(spec: RunSpec, with_scenario: bool = False) -> Task:
+    """What a worker needs to run `spec` on the simulator (and, for another
+    backend's executor, the scenario itself)."""
     meta = spec.meta
     python = meta.python_ccas if meta is not None else ()
+    scenario = Scenario(doc=spec.doc, engine=spec.engine, meta=spec.meta) if with_scenario else None
     return Task(run_id=spec.run_id, engine_json=spec.engine_json(), duration_s=spec.simulated_s, python_ccas=python,
-                cca_files=meta.cca_files if python else ())
+                cca_files=meta.cca_files if python else (), scenario=scenario)
 
 
 def _execute(executor, tasks: list[Task], todo: dict[str, RunSpec], store: Store, outcome: SweepOutcome, emit, total_sim: float,

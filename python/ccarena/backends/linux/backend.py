@@ -34,17 +34,18 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
+from functools import partial
 from typing import Any, Callable
 
 from ...errors import ScenarioError
 from ...results.record import RunRecord, normalise
 from ...results.result import RunResult
-from ...scenario.linux_options import FRAME_BYTES
 from ...scenario.model import Scenario
 from .cleanup import cleanup, live_runs, registered_bpf, unregister_bpf
 from .host import (
     DELAY_BIN, LinuxBackendUnavailable, bpf_ccas, check_host, has_netem, kernel_ccas, kernel_hz, linux_catalogue, popen, sh,
 )
+from .mapping import iperf3_client_args, iperf3_server_args, tbf_limit_bytes
 from .sampling import sample_flow
 from .supervisor import Supervisor, workdir_prefix
 from .topology import MAX_FLOWS, PORT, Dumbbell, receiver_addr
@@ -83,46 +84,49 @@ def _mbps(bps: int) -> str:
     return f"{bps / 1e6:g} Mbps"
 
 
-def check_scenario(sc: Scenario) -> list[str]:
+def check_scenario(sc: Scenario, backend: str = "linux", max_rate_bps: int | None = MAX_RATE_BPS, hz: int | None = None) -> list[str]:
     """Raises ScenarioError for what the kernel cannot do; returns notes on
-    what it does differently."""
+    what it does differently. The testbed backend checks with its own name,
+    no rate ceiling (real links carry what they carry) and its hosts' HZ."""
     e = sc.engine
     notes = []
+    where = f"the {backend} backend"
     # RTTs given as a distribution are drawn as the engine draws them.
     flows = [dict(f, rtt=r) for f, r in zip(e["flows"], sc.flow_rtts())]
     rate = e["network"]["bottleneck_rate"]
     if rate < MIN_RATE_BPS:
-        raise ScenarioError("network.bottleneck_rate", f"the linux backend runs at least {_mbps(MIN_RATE_BPS)} (iperf3's control exchange times out below), got {_mbps(rate)}")
-    if rate > MAX_RATE_BPS:
+        raise ScenarioError("network.bottleneck_rate", f"{where} runs at least {_mbps(MIN_RATE_BPS)} (iperf3's control exchange times out below), got {_mbps(rate)}")
+    if max_rate_bps is not None and rate > max_rate_bps:
         if not sc.meta.linux.get("force_rate"):
             raise ScenarioError(
                 "network.bottleneck_rate",
-                f"this machine's veth + tbf path carries at most {_mbps(MAX_RATE_BPS)} reliably, got {_mbps(rate)} "
+                f"this machine's veth + tbf path carries at most {_mbps(max_rate_bps)} reliably, got {_mbps(rate)} "
                 "(set linux.force_rate = true to run it anyway; the record and the table flag it)",
             )
-        notes.append(f"network.bottleneck_rate {_mbps(rate)} is above the {_mbps(MAX_RATE_BPS)} this machine carries reliably: the CPU, not tbf, may set the rate")
+        notes.append(f"network.bottleneck_rate {_mbps(rate)} is above the {_mbps(max_rate_bps)} this machine carries reliably: the CPU, not tbf, may set the rate")
     interval = e["run"]["sample_interval"]
     if interval < MIN_SAMPLE_INTERVAL_NS:
-        raise ScenarioError("run.sample_interval", f"the linux backend samples with ss and tc and needs at least {MIN_SAMPLE_INTERVAL_NS // 1_000_000} ms, got {interval / 1e6:g} ms")
+        raise ScenarioError("run.sample_interval", f"{where} samples with ss and tc and needs at least {MIN_SAMPLE_INTERVAL_NS // 1_000_000} ms, got {interval / 1e6:g} ms")
     if len(flows) > MAX_FLOWS:
-        raise ScenarioError("flows", f"the linux backend runs at most {MAX_FLOWS} flows, got {len(flows)}")
+        raise ScenarioError("flows", f"{where} runs at most {MAX_FLOWS} flows, got {len(flows)}")
     loss = e["network"]["loss"]
     if loss["model"] not in ("bernoulli", "periodic"):
-        raise ScenarioError("network.loss.model", f"the linux backend supports loss models bernoulli and periodic, got {loss['model']!r}")
+        raise ScenarioError("network.loss.model", f"{where} supports loss models bernoulli and periodic, got {loss['model']!r}")
     qdisc = e["network"].get("qdisc", {"kind": "drop_tail"})["kind"]
     if qdisc != "drop_tail":
-        raise ScenarioError("network.qdisc", f"the linux backend's bottleneck is tbf's drop-tail queue; allowed: drop_tail, got {qdisc!r}")
+        raise ScenarioError("network.qdisc", f"{where}'s bottleneck is tbf's drop-tail queue; allowed: drop_tail, got {qdisc!r}")
     if e["network"].get("access_rate"):
-        notes.append("network.access_rate is not applied: veth links have no rate of their own")
-    hz = kernel_hz()
+        notes.append("network.access_rate is not applied: " + ("veth links have no rate of their own" if backend == "linux" else "the hosts' links keep their own rates"))
+    if hz is None and backend == "linux":
+        hz = kernel_hz()
     for i, f in enumerate(flows):
         tcp = f["tcp"]
         if "hz" in tcp and hz and tcp["hz"] != hz:
             notes.append(f"flows[{i}].tcp.hz = {tcp['hz']} is not applied: the kernel's CONFIG_HZ is {hz}")
         if f["rtt"] > MAX_RTT_NS:
-            raise ScenarioError(f"flows[{i}].rtt", f"the linux backend runs RTTs up to {MAX_RTT_NS // 1_000_000} ms (the kernel's initial RTO), got {f['rtt'] / 1e6:g} ms")
+            raise ScenarioError(f"flows[{i}].rtt", f"{where} runs RTTs up to {MAX_RTT_NS // 1_000_000} ms (the kernel's initial RTO), got {f['rtt'] / 1e6:g} ms")
         if f["stop"] is not None and f["size"] is not None:
-            raise ScenarioError("flows", "a flow with both size and stop is not supported on the linux backend")
+            raise ScenarioError("flows", f"a flow with both size and stop is not supported on {where}")
     return notes
 
 
@@ -199,11 +203,7 @@ class _Run:
         self.interval = e["run"]["sample_interval"]
         opts = sc.meta.linux
         rate = e["network"]["bottleneck_rate"]
-        buf = e["network"]["buffer"]
-        if "packets" in buf:
-            limit = buf["packets"] * FRAME_BYTES
-        else:  # the same number of full-size packets as the simulator's byte buffer holds
-            limit = buf["bytes"] * FRAME_BYTES // 1500
+        limit = tbf_limit_bytes(e["network"]["buffer"])
         self.delay_mode = "netem" if has_netem() else "nfqueue"
         self.net = Dumbbell(
             tag=str(os.getpid()),
@@ -278,7 +278,7 @@ class _Run:
         for i in range(self.n):
             self.servers.append(
                 self._spawn(
-                    ["ip", "netns", "exec", self.net.receiver(i), "iperf3", "-s", "-1", "-p", str(PORT), "-i", "0.1", "--json"],
+                    ["ip", "netns", "exec", self.net.receiver(i), *iperf3_server_args(PORT)],
                     out=self.workdir / f"server{i}.json",
                     err=self.workdir / f"server{i}.err",
                 )
@@ -294,17 +294,7 @@ class _Run:
                 time.sleep(0.01)
 
     def _client_args(self, i: int) -> list[str]:
-        f = self.flows[i]
-        end = self.duration if f["stop"] is None else min(self.duration, f["stop"])
-        args = ["ip", "netns", "exec", self.net.sender(i), "iperf3", "-c", receiver_addr(i), "-p", str(PORT),
-                "-C", "reno" if f["cca"] == "newreno" else f["cca"], "-i", "0.1", "--json"]
-        if f["size"] is not None:
-            args += ["-n", str(f["size"])]
-        else:
-            args += ["-t", str(max(1, math.ceil((end - f["start"]) / 1e9)))]
-        if f["tcp"].get("pacing"):
-            args += ["--fq-rate", "100G"]  # SO_MAX_PACING_RATE: turns on the kernel's internal TCP pacing
-        return args
+        return ["ip", "netns", "exec", self.net.sender(i), *iperf3_client_args(self.flows[i], receiver_addr(i), PORT, self.duration)]
 
     # ---- the run ----
     def execute(self) -> None:
@@ -461,7 +451,7 @@ def _interp(x: float, xs: list[float], ys: list[float]) -> float:
     return ys[lo] + (ys[hi] - ys[lo]) * ((x - xs[lo]) / span if span > 0 else 0.0)
 
 
-def _data_start(run: _Run, i: int, ts: list[float], cum: list[int]) -> float:
+def _data_start(run: _Run, i: int, ts: list[float], cum: list[int], times: list[float] | None = None) -> float:
     """When flow i's data phase began, in seconds since the run's start.
 
     iperf3 times its intervals from its own test start, which follows the
@@ -471,7 +461,7 @@ def _data_start(run: _Run, i: int, ts: list[float], cum: list[int]) -> float:
     (median over the samples of the steady part)."""
     rtt = run.flows[i]["rtt"] / 1e9
     offsets = []
-    for t, s in zip(run.sample_times, run.samples[i]):
+    for t, s in zip(run.sample_times if times is None else times, run.samples[i]):
         if not s or not s.get("bytes_acked"):
             continue
         acked = s["bytes_acked"]
@@ -486,16 +476,23 @@ def _data_start(run: _Run, i: int, ts: list[float], cum: list[int]) -> float:
     return (launched if launched is not None else run.flows[i]["start"] / 1e9) + 3 * rtt
 
 
-def build_record(run: _Run) -> RunRecord:
+def build_record(run: _Run, backend: str = "linux", section: Callable[[list[float]], dict] | None = None) -> RunRecord:
     """The run's record in the simulator's shape (``results.record``): what
-    this backend measures, the rest filled by ``normalise``."""
+    this backend measures, the rest filled by ``normalise``.
+
+    `run` is anything with a ``_Run``'s measurements (the testbed backend
+    hands its own, with per-flow ``flow_sample_times`` from its hosts'
+    clocks); `section(data_starts)` is the backend's own part of the record,
+    stored under the backend's name (default: the linux backend's)."""
     e = run.e
     interval = run.interval
     t_ns = [k * interval for k in run.sample_ticks]
+    per_flow_times = getattr(run, "flow_sample_times", None)
     flows, series, data_starts = [], [], []
     for i, f in enumerate(run.flows):
+        times = per_flow_times[i] if per_flow_times is not None else run.sample_times
         ts, cum = _server_curve(run.server_json[i])
-        start_s = _data_start(run, i, ts, cum)
+        start_s = _data_start(run, i, ts, cum, times)
         data_starts.append(round(start_s, 4))
         end_ns = run.duration if f["stop"] is None else min(run.duration, f["stop"])
         w0, w1 = max(run.warmup, f["start"]), end_ns
@@ -540,6 +537,7 @@ def build_record(run: _Run) -> RunRecord:
             {
                 "cca": f["cca"],
                 "label": f["label"],
+                "background": bool(f.get("background", False)),
                 "rtt_ns": f["rtt"],
                 "start_ns": f["start"],
                 "stop_ns": f["stop"],
@@ -559,7 +557,7 @@ def build_record(run: _Run) -> RunRecord:
         for k, smp in enumerate(samples):
             smp = smp or {}
             b = smp.get("bytes_acked", prev_b)
-            t = run.sample_times[k]
+            t = times[k]
             s["t_ns"].append(t_ns[k])
             s["cwnd"].append(smp.get("cwnd", 0))
             s["ssthresh"].append(smp.get("ssthresh", INFINITE_SSTHRESH))
@@ -602,7 +600,7 @@ def build_record(run: _Run) -> RunRecord:
         "window_bytes_out": out_at_end - out_at_warmup,
     }
     return normalise({
-        "backend": "linux",
+        "backend": backend,
         "flows": flows,
         "flow_series": series,
         "queue_series": q,
@@ -614,22 +612,29 @@ def build_record(run: _Run) -> RunRecord:
         "events": 0,
         "data_packets_forwarded": fin["packets"],
         "invariant_violations": [],
-        "linux": {
-            "kernel": os.uname().release,
-            "delay": run.delay_mode,
-            "delay_stats": run.delay_stats,
-            "tbf": {"rate_bps": run.net.tbf_rate_bps, "burst_bytes": run.net.burst_bytes, "limit_bytes": run.net.limit_bytes},
-            "offloads": run.net.offloads,
-            "rps": run.net.rps,
-            "bpf_registered": run.bpf_registered,
-            # The rate was above MAX_RATE_BPS (linux.force_rate): the CPU may have set it.
-            "rate_above_limit": e["network"]["bottleneck_rate"] > MAX_RATE_BPS,
-            # When each flow's data began (s since the run's start): iperf3's
-            # control handshake delays it by a few RTTs after `start`.
-            "data_start_s": data_starts,
-            "late_samples": sum(1 for k, t in zip(run.sample_ticks, run.sample_times) if t - k * interval / 1e9 > 0.02),
-            # Ticks not sampled because sampling fell behind the clock.
-            "skipped_samples": int(run.duration // interval) - len(run.sample_ticks),
-            "notes": run.notes,
-        },
+        backend: (section or partial(_linux_section, run))(data_starts),
     })
+
+
+def _linux_section(run: _Run, data_starts: list[float]) -> dict:
+    """The linux backend's part of the record."""
+    interval = run.interval
+    e = run.e
+    return {
+        "kernel": os.uname().release,
+        "delay": run.delay_mode,
+        "delay_stats": run.delay_stats,
+        "tbf": {"rate_bps": run.net.tbf_rate_bps, "burst_bytes": run.net.burst_bytes, "limit_bytes": run.net.limit_bytes},
+        "offloads": run.net.offloads,
+        "rps": run.net.rps,
+        "bpf_registered": run.bpf_registered,
+        # The rate was above MAX_RATE_BPS (linux.force_rate): the CPU may have set it.
+        "rate_above_limit": e["network"]["bottleneck_rate"] > MAX_RATE_BPS,
+        # When each flow's data began (s since the run's start): iperf3's
+        # control handshake delays it by a few RTTs after `start`.
+        "data_start_s": data_starts,
+        "late_samples": sum(1 for k, t in zip(run.sample_ticks, run.sample_times) if t - k * interval / 1e9 > 0.02),
+        # Ticks not sampled because sampling fell behind the clock.
+        "skipped_samples": int(run.duration // interval) - len(run.sample_ticks),
+        "notes": run.notes,
+    }

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 import subprocess
 
-__all__ = ["parse_ss", "sample_flow"]
+__all__ = ["parse_ss", "sample_flow", "busiest_by_port"]
 
 _INT_FIELDS = {
     "cwnd": "cwnd",
@@ -50,6 +50,27 @@ def parse_ss(line: str) -> dict:
     return d
 
 
+_PEERS_RE = re.compile(r"^\s*\d+\s+\d+\s+(\S+):(\d+)\s+(\S+):(\d+)\s")
+
+
+def busiest_by_port(text: str) -> dict[int, dict]:
+    """Per peer port, the tcp_info of the connection that has sent the most,
+    from ``ss -tinHO state established`` output: of iperf3's two connections
+    to a server port (control and data), the data connection."""
+    best: dict[int, dict] = {}
+    for line in text.splitlines():
+        m = _PEERS_RE.match(line)
+        if not m:
+            continue
+        d = parse_ss(line)
+        if "bytes_acked" not in d and "cwnd" not in d:
+            continue
+        port = int(m.group(4))
+        if port not in best or d.get("bytes_sent", 0) > best[port].get("bytes_sent", 0):
+            best[port] = d
+    return best
+
+
 def sample_flow(ns: str, port: int) -> dict | None:
     """tcp_info of the data connection to `port` in namespace `ns`: of the
     iperf3 connections (control and data) the one that has sent the most."""
@@ -59,11 +80,4 @@ def sample_flow(ns: str, port: int) -> dict | None:
         text=True,
         timeout=5,
     )
-    best = None
-    for line in p.stdout.splitlines():
-        d = parse_ss(line)
-        if "bytes_acked" not in d and "cwnd" not in d:
-            continue
-        if best is None or d.get("bytes_sent", 0) > best.get("bytes_sent", 0):
-            best = d
-    return best
+    return busiest_by_port(p.stdout).get(port)

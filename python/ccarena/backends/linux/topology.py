@@ -25,7 +25,6 @@ r_i (see docs/linux-backend.md for the mapping).
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 import subprocess
@@ -33,12 +32,14 @@ from dataclasses import dataclass, field
 
 from .cleanup import remove_namespace
 from .host import LinuxSetupError, one_line, sh
-from ...scenario.linux_options import FRAME_BYTES
+from .mapping import (
+    PORT, loss_match, parse_netstat, parse_tbf, receiver_route_attrs, receiver_sysctls, sender_route_attrs, sender_sysctls, tbf_args,
+    tbf_rate_bps,
+)
 
-__all__ = ["Dumbbell", "MAX_FLOWS", "receiver_addr"]
+__all__ = ["Dumbbell", "MAX_FLOWS", "PORT", "receiver_addr", "parse_netstat"]
 
 MAX_FLOWS = 64
-PORT = 5201
 
 
 def receiver_addr(i: int) -> str:
@@ -93,7 +94,7 @@ class Dumbbell:
     def tbf_rate_bps(self) -> int:
         """tbf counts Ethernet frames (IP packet + 14 bytes): scaled so that
         the IP-layer rate is the scenario's rate."""
-        return self.rate_bps * FRAME_BYTES // 1500
+        return tbf_rate_bps(self.rate_bps)
 
     # ---- build ----
     def build(self) -> None:
@@ -135,9 +136,7 @@ class Dumbbell:
         for i in range(n):
             left.append(f"ip addr add 198.18.{i}.254/24 dev s{i}")
             right.append(f"ip addr add 198.19.{i}.254/24 dev r{i}")
-        left.append(
-            f"tc qdisc add dev btl root tbf rate {self.tbf_rate_bps}bit burst {self.burst_bytes} limit {self.limit_bytes}"
-        )
+        left.append(f"tc qdisc add dev btl root {tbf_args(self.rate_bps, self.burst_bytes, self.limit_bytes)}")
         left += self._loss_rules()
         _in_ns(self.left, left)
         _in_ns(self.right, right)
@@ -146,53 +145,21 @@ class Dumbbell:
         for i, f in enumerate(self.flows):
             tcp = f.get("tcp", {})
             _in_ns(self.sender(i), common(["eth0"]) + [f"ip addr add 198.18.{i}.1/24 dev eth0"] + self._sender_tcp(i, f, tcp))
-            _in_ns(self.receiver(i), common(["eth0"]) + [f"ip addr add 198.19.{i}.1/24 dev eth0"] + self._receiver_tcp(i, tcp))
+            _in_ns(self.receiver(i), common(["eth0"]) + [f"ip addr add 198.19.{i}.1/24 dev eth0"] + self._receiver_tcp(i, f, tcp))
 
     def _loss_rules(self) -> list[str]:
-        loss = self.loss
-        base = "iptables-legacy -A FORWARD -o btl -p tcp -m statistic"
-        if loss["model"] == "bernoulli" and loss["p"] > 0:
-            return [f"{base} --mode random --probability {loss['p']:.9f} -j DROP"]
-        if loss["model"] == "periodic" and loss["p"] > 0:
-            return [f"{base} --mode nth --every {max(1, round(1 / loss['p']))} --packet 0 -j DROP"]
-        return []
+        match = loss_match(self.loss)
+        return [f"iptables-legacy -A FORWARD -o btl {match}"] if match else []
 
     @staticmethod
-    def _buffers(tcp: dict) -> list[str]:
-        snd = 2 * tcp.get("sndbuf", 64 << 20)
-        rcv = 2 * tcp.get("rcvbuf", 64 << 20)
-        return [
-            f"sysctl -qw net.ipv4.tcp_wmem='4096 16384 {snd}'",
-            f"sysctl -qw net.ipv4.tcp_rmem='4096 131072 {rcv}'",
-        ]
+    def _sysctls(values: dict[str, str]) -> list[str]:
+        return [f"sysctl -qw {k}='{v}'" if " " in v else f"sysctl -qw {k}={v}" for k, v in values.items()]
 
     def _sender_tcp(self, i: int, f: dict, tcp: dict) -> list[str]:
-        sack = tcp.get("sack", True) and f["cca"] != "newreno"
-        lines = self._buffers(tcp) + [
-            f"sysctl -qw net.ipv4.tcp_sack={int(sack)}",
-            f"sysctl -qw net.ipv4.tcp_frto={2 if tcp.get('frto', True) else 0}",
-            f"sysctl -qw net.ipv4.tcp_early_retrans={3 if tcp.get('tlp', True) else 0}",
-            f"sysctl -qw net.ipv4.tcp_ecn={int(tcp.get('ecn', False))}",
-            f"sysctl -qw net.ipv4.tcp_slow_start_after_idle={int(tcp.get('slow_start_after_idle', True))}",
-            "sysctl -qw net.ipv4.tcp_no_metrics_save=1",
-        ]
-        route = f"ip route add default via 198.18.{i}.254 dev eth0"
-        if "initial_cwnd" in tcp:
-            route += f" initcwnd {tcp['initial_cwnd']}"
-        if "rto_min_us" in tcp:
-            route += f" rto_min {max(1, tcp['rto_min_us'] // 1000)}ms"
-        if "mss" in tcp and tcp["mss"] != 1448:
-            route += f" advmss {tcp['mss'] + 12}"
-        return lines + [route]
+        return self._sysctls(sender_sysctls(f)) + [f"ip route add default via 198.18.{i}.254 dev eth0{sender_route_attrs(tcp)}"]
 
-    def _receiver_tcp(self, i: int, tcp: dict) -> list[str]:
-        lines = self._buffers(tcp) + [f"sysctl -qw net.ipv4.tcp_ecn={int(tcp.get('ecn', False))}"]
-        route = f"ip route add default via 198.19.{i}.254 dev eth0"
-        if not tcp.get("delayed_ack", True):
-            route += " quickack 1"
-        if "mss" in tcp and tcp["mss"] != 1448:
-            route += f" advmss {tcp['mss'] + 12}"
-        return lines + [route]
+    def _receiver_tcp(self, i: int, f: dict, tcp: dict) -> list[str]:
+        return self._sysctls(receiver_sysctls(f)) + [f"ip route add default via 198.19.{i}.254 dev eth0{receiver_route_attrs(tcp)}"]
 
     # ---- delay ----
     def delay_args(self) -> list[str]:
@@ -211,16 +178,7 @@ class Dumbbell:
     def tbf_stats(self) -> dict:
         """tbf counters: bytes and packets sent, drops, backlog (bytes, packets)."""
         p = subprocess.run(["tc", "-n", self.left, "-s", "-j", "qdisc", "show", "dev", "btl"], capture_output=True, text=True, timeout=10)
-        for q in json.loads(p.stdout or "[]"):
-            if q.get("kind") == "tbf":
-                return {
-                    "bytes": q.get("bytes", 0),
-                    "packets": q.get("packets", 0),
-                    "drops": q.get("drops", 0),
-                    "backlog": q.get("backlog", 0),
-                    "qlen": q.get("qlen", 0),
-                }
-        return {"bytes": 0, "packets": 0, "drops": 0, "backlog": 0, "qlen": 0}
+        return parse_tbf(p.stdout)
 
     def loss_drops(self) -> int:
         if not self._loss_rules():
@@ -251,22 +209,6 @@ class Dumbbell:
         for ns in reversed(self.created):
             remove_namespace(ns)
         self.created.clear()
-
-
-def parse_netstat(text: str) -> dict[str, int]:
-    out: dict[str, int] = {}
-    lines = text.splitlines()
-    for a, b in zip(lines[::2], lines[1::2]):
-        ka, kb = a.split(), b.split()
-        if not ka or ka[0] != kb[0]:
-            continue
-        prefix = ka[0].rstrip(":")
-        for k, v in zip(ka[1:], kb[1:]):
-            try:
-                out[prefix + k] = int(v)
-            except ValueError:
-                pass
-    return out
 
 
 def quote(args: list[str]) -> str:
