@@ -511,8 +511,9 @@ def build_record(run: _Run, backend: str = "linux", section: Callable[[list[floa
         counters = {
             "segments_sent": last.get("data_segs_out", 0),
             # Both include the few packets of iperf3's control connection.
-            "skbs_sent": run.sender_tx_packets[i],
-            "acks_sent": run.receiver_out_segs[i],
+            # (0 where the backend does not read them: the testbed's hosts.)
+            "skbs_sent": getattr(run, "sender_tx_packets", [0] * len(run.flows))[i],
+            "acks_sent": getattr(run, "receiver_out_segs", [0] * len(run.flows))[i],
             "bytes_sent": last.get("bytes_sent", 0),
             "retransmissions": end_ns_stat.get("TcpRetransSegs", last.get("total_retrans", 0)),
             "rtos": end_ns_stat.get("TcpExtTCPTimeouts", 0),
