@@ -125,6 +125,7 @@ def _features_used(engine: dict) -> list[str]:
         "network.trace": "trace" in network,
         "network.reverse_bottleneck": "reverse_bottleneck" in network,
         "flows[].jitter": any(f["jitter"] for f in flows),
+        "flows[].data_delay": any(f.get("data_delay") for f in flows),
         "flows[].direction = reverse": any(f["direction"] == "reverse" for f in flows),
     }
     return [name for name in FEATURES if used[name]]
