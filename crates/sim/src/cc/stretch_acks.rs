@@ -129,7 +129,7 @@ fn stretch_acks_count_packets_or_ack_events_as_linux_does() {
                         Packets => ratio > 0.9 && ratio < 1.1,
                     PacketsLosingRemainder => ratio > 0.5 && ratio <= 0.9,
                     Acks => ratio > 0.05 && ratio < 0.2,
-                    AcksOverRatio => ratio >= 0.2 && ratio < 0.9,
+                    AcksOverRatio => (0.2..0.9).contains(&ratio),
                     PacketsOverRatio => ratio > 3.0,
                 };
             if !ok {
