@@ -134,7 +134,9 @@ def test_background_setups_add_flagged_flows_and_delay_the_studied_flows():
     testbed = Scenario.from_dict(with_(background="testbed")).engine
     bg = testbed["flows"][1:]
     assert len(bg) == 24 and all(f["cca"] == "reno" and f["jitter"]["jitter"] == 200_000_000 for f in bg)
-    assert {f["direction"] for f in bg} == {"forward", "reverse"}
+    # As in the GENI set-up: both groups forward, netem's 200 ms on the data path only.
+    assert {f["direction"] for f in bg} == {"forward"}
+    assert all(f["data_delay"] == 200_000_000 and f["rtt"] == 2_000_000 for f in bg)
     assert set(BACKGROUNDS) == {"none", "testbed", "paper"}
 
 

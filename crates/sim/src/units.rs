@@ -74,6 +74,9 @@ impl Dur {
     pub fn as_secs_f64(self) -> f64 {
         self.0 as f64 / NS_PER_SEC as f64
     }
+    pub fn is_zero(&self) -> bool {
+        self.0 == 0
+    }
 }
 
 impl Add<Dur> for Time {

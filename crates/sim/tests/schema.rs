@@ -6,7 +6,7 @@
 //! would build them.
 
 use ccarena_sim::config::schema::{self, Json, Schema};
-use ccarena_sim::config::ConfigError;
+use ccarena_sim::config::{ConfigError, Startup};
 use ccarena_sim::dist::Dist;
 use ccarena_sim::net::delay_line::{JitterConfig, JitterShape};
 use ccarena_sim::net::dynamics::{DynamicsConfig, PathSetting, WalkBounds, WalkProperty};
@@ -39,6 +39,7 @@ fn readers() -> BTreeMap<&'static str, Reader> {
     add!(SimConfig, NetworkConfig, FlowConfig, RunConfig, TcpConfig, QdiscConfig, LossSpec, Dist, DynamicsConfig, PathSetting);
     add!(UdpConfig, UdpPattern, WebConfig, JitterConfig, TraceConfig, Direction, JitterShape, WalkProperty, WalkBounds);
     add!(ccarena_sim::host::HostConfig);
+    add!(Startup);
     m
 }
 

@@ -67,6 +67,7 @@ FEATURES = (
     "network.trace",
     "network.reverse_bottleneck",
     "flows[].jitter",
+    "flows[].data_delay",
     "flows[].direction = reverse",
 )
 

@@ -19,12 +19,24 @@ from .tcp import resolve_tcp
 from .traffic import BACKGROUNDS, direction_of, resolve_dist
 from .units import parse_duration, parse_size
 
-__all__ = ["flow_tables", "resolve_flows", "flow_groups_of"]
+__all__ = ["flow_tables", "resolve_flows", "flow_groups_of", "STARTUPS"]
 
 _FLOW_KEYS = {
     "cca", "rtt", "count", "start", "stagger", "stop", "size", "label", "cca_params", "tcp", "direction", "background",
-    "jitter",
+    "jitter", "data_delay", "startup",
 }
+
+#: How a flow may start (the engine's `startup` values; docs/scenario.md).
+STARTUPS = ("immediate", "iperf3")
+#: The longest one-way data delay the engine takes (its schema's range: 10 s).
+MAX_DATA_DELAY = 10_000_000_000
+
+
+def check_startup(value: Any, where: str) -> str:
+    """A `startup` value: "immediate" or "iperf3"."""
+    if value not in STARTUPS:
+        raise ScenarioError(where, f"unknown start-up {value!r}; allowed: {', '.join(STARTUPS)}")
+    return value
 
 
 def flow_tables(doc: dict) -> list[tuple[str, Any, int, bool]]:
@@ -80,7 +92,7 @@ def _check_params(cca: str, params: Any, where: str, catalogue: Catalogue) -> di
 
 
 def _resolve_group(group: Any, where: str, catalogue: Catalogue, base_tcp: dict, offset: int,
-                   from_setup: bool) -> list[dict]:
+                   from_setup: bool, startup: str = "immediate") -> list[dict]:
     """The engine flows of one flow table."""
     check_keys(group, _FLOW_KEYS, where)
     cca, params = _check_cca(group, where, catalogue)
@@ -115,6 +127,12 @@ def _resolve_group(group: Any, where: str, catalogue: Catalogue, base_tcp: dict,
     (direction,) = direction_of(group.get("direction", "forward"), f"{where}.direction")
     background = boolean(group.get("background", from_setup), f"{where}.background")
     jitter = resolve_jitter(group["jitter"], f"{where}.jitter") if "jitter" in group else None
+    data_delay = 0
+    if "data_delay" in group:
+        data_delay = unit(parse_duration, group["data_delay"], f"{where}.data_delay")
+        if not 0 <= data_delay <= MAX_DATA_DELAY:
+            raise ScenarioError(f"{where}.data_delay", f"must be in 0s..10s (one-way, data direction only), got {group['data_delay']!r}")
+    startup = check_startup(group.get("startup", startup), f"{where}.startup")
     out = []
     for j in range(count):
         if stops[j] is not None and stops[j] <= starts[j]:
@@ -134,6 +152,11 @@ def _resolve_group(group: Any, where: str, catalogue: Catalogue, base_tcp: dict,
                 "background": background,
             }
         )
+        # Only when set, so that engine inputs without them stay as they were.
+        if data_delay:
+            out[-1]["data_delay"] = data_delay
+        if startup != "immediate":
+            out[-1]["startup"] = startup
     return out
 
 
@@ -143,8 +166,9 @@ def resolve_flows(doc: dict, catalogue: Catalogue, base_tcp: dict) -> tuple[list
     (engine form); the engine draws it."""
     flows: list[dict] = []
     groups: list[int] = []
+    startup = check_startup(doc.get("startup", "immediate"), "startup")
     for i, (where, table, offset, from_setup) in enumerate(flow_tables(doc)):
-        new = _resolve_group(table, where, catalogue, base_tcp, offset, from_setup)
+        new = _resolve_group(table, where, catalogue, base_tcp, offset, from_setup, startup)
         flows += new
         groups += [i] * len(new)
     return flows, groups

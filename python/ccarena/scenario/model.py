@@ -52,7 +52,7 @@ __all__ = [
 
 _TOP_KEYS = {
     "name", "description", "source", "network", "tcp", "flows", "udp", "web", "background", "run", "sweep", "notes", "hosts",
-    "requires", "figures", "cca_files", "linux",
+    "requires", "figures", "cca_files", "linux", "startup",
 }
 _NETWORK_KEYS = {
     "bottleneck_rate", "buffer", "loss", "access_rate", "bdp_rtt", "qdisc", "reverse_bottleneck", "dynamics", "trace",
@@ -145,6 +145,7 @@ def _features_used(engine: dict) -> list[str]:
         "network.trace": "trace" in network,
         "network.reverse_bottleneck": "reverse_bottleneck" in network,
         "flows[].jitter": any(f["jitter"] for f in flows),
+        "flows[].data_delay": any(f.get("data_delay") for f in flows),
         "flows[].direction = reverse": any(f["direction"] == "reverse" for f in flows),
     }
     return [name for name in FEATURES if used[name]]
@@ -271,7 +272,7 @@ def resolve(doc: dict, catalogue: Catalogue | None = None, base: Path | None = N
     engine_flows, groups = resolve_flows(doc, catalogue, base_tcp)
     # A size in BDPs is sized for the flows under study.
     rtts_ns = flow_rtts(engine_flows, seed, doc)
-    studied = [r for r, f in zip(rtts_ns, engine_flows) if not f["background"]] or rtts_ns
+    studied = [r + f.get("data_delay", 0) for r, f in zip(rtts_ns, engine_flows) if not f["background"]] or rtts_ns
     bdp_bytes = _bdp_bytes(net, rate, max(studied))
     kind, amount = unit(parse_buffer, require(net, "buffer", "network"), "network.buffer")
     if kind == "bdp":

@@ -230,13 +230,20 @@ BACKGROUNDS: dict[str, dict] = {
     "none": {"description": "No background traffic."},
     "testbed": {
         "description": (
-            "Two groups of 12 long-lived Reno flows (one per direction) whose data path has netem-style "
-            "delay 200 ms +- 200 ms (uniform jitter, reordering as netem does) and 200 ms back; "
+            "Two groups of 12 long-lived Reno flows, both forward through the bottleneck (clients 3 and 4 to "
+            "servers 3 and 4), whose data path has netem delay 200 ms +- 200 ms after the bottleneck (uniform "
+            "jitter, reordering as netem does) and whose ACKs return without it over the testbed's 2 ms; "
             "the flows under study start 5 s later."
         ),
         "flows": [
-            {"cca": "reno", "count": 12, "rtt": "400ms", "jitter": "200ms", "direction": "forward", "label": "background-forward"},
-            {"cca": "reno", "count": 12, "rtt": "400ms", "jitter": "200ms", "direction": "reverse", "label": "background-reverse"},
+            {
+                "cca": "reno", "count": 12, "rtt": "2ms", "data_delay": "200ms", "jitter": "200ms",
+                "label": "background-3",
+            },
+            {
+                "cca": "reno", "count": 12, "rtt": "2ms", "data_delay": "200ms", "jitter": "200ms",
+                "label": "background-4",
+            },
         ],
         "interest_start": "5s",
     },

@@ -19,6 +19,8 @@ pub mod rapid;
 pub mod registry;
 pub mod reno;
 pub mod scalable;
+#[cfg(test)]
+mod stretch_acks;
 pub mod vegas;
 pub mod veno;
 pub mod westwood;

@@ -118,9 +118,20 @@ pub struct FlowConfig {
     /// Which way the data crosses the dumbbell.
     #[serde(default)]
     pub direction: Direction,
-    /// Delay variation on the data direction's propagation leg (netem-like).
+    /// Delay variation on the data direction's propagation leg (netem-like):
+    /// around half of `rtt` plus `data_delay`.
     #[serde(default)]
     pub jitter: Option<JitterConfig>,
+    /// Extra one-way delay on the data direction only (netem on the egress
+    /// towards the receiver, as in the CUBIC evaluation's testbed), added to
+    /// the data leg's half of `rtt`; ACKs return without it.
+    #[serde(default, skip_serializing_if = "Dur::is_zero")]
+    #[schema(max = 10_000_000_000u64, kind = "duration_ns")]
+    pub data_delay: Dur,
+    /// How the connection starts: the data connection's SYN at `start`, or
+    /// as an iperf3 client starts a test launched at `start`.
+    #[serde(default, skip_serializing_if = "Startup::is_immediate")]
+    pub startup: Startup,
     /// Background traffic: counted in link utilisation, left out of fairness.
     #[serde(default)]
     pub background: bool,
@@ -137,6 +148,43 @@ impl FlowConfig {
         Ok(())
     }
 }
+
+/// How a flow's connection starts (`FlowConfig::startup`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, Schema)]
+#[serde(rename_all = "snake_case")]
+pub enum Startup {
+    /// The data connection's SYN leaves at the flow's start.
+    #[default]
+    Immediate,
+    /// As an iperf3 client (3.x) starts a test launched at the flow's start:
+    /// three round trips on the control connection (its handshake, cookie and
+    /// PARAM_EXCHANGE, parameters and CREATE_STREAMS), then the data
+    /// connection's handshake, then one more round trip (the data
+    /// connection's cookie, TEST_START and TEST_RUNNING) before the first data
+    /// segment: five RTTs after the launch (measured: 5.1 RTTs, docs/fidelity.md).
+    Iperf3,
+}
+
+impl Startup {
+    pub fn is_immediate(&self) -> bool {
+        *self == Startup::Immediate
+    }
+
+    /// Round trips of the control connection before the data connection's
+    /// SYN, and after its SYN-ACK before the application writes.
+    pub fn round_trips(self) -> (u64, u64) {
+        match self {
+            Startup::Immediate => (0, 0),
+            Startup::Iperf3 => (IPERF3_ROUND_TRIPS_BEFORE_SYN, 1),
+        }
+    }
+}
+
+/// iperf3's control exchange before the data connection opens: the control
+/// connection's handshake, the cookie answered by PARAM_EXCHANGE, the
+/// parameters answered by CREATE_STREAMS (iperf 3.x client and server state
+/// machines; measured on the kernel with tools/iperf3_startup.py).
+pub const IPERF3_ROUND_TRIPS_BEFORE_SYN: u64 = 3;
 
 /// A flow's two-way propagation delay: fixed (a number of nanoseconds in
 /// JSON), or drawn from a distribution (a `Dist` table) when the run is built;

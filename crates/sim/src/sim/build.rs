@@ -207,18 +207,32 @@ impl Simulation {
             let id = i as u32;
             let start = starts[i];
             let cc = build_cca(fac, &f.cca, &f.cca_params).map_err(|e| ConfigError::parse(&e).within(&format!("flows[{i}]")))?;
-            let (data_delay, ack_delay) = halves(rtts[i]);
+            let (half, ack_delay) = halves(rtts[i]);
+            let data_delay = half + f.data_delay;
             let jitter = f.jitter.clone().map(|j| (j, Rng::stream(seed, &format!("jitter-{i}"))));
             let fwd = topo.data_route(f.direction, data_delay, jitter, Hop::Receiver);
             let rev = topo.ack_route(f.direction, ack_delay);
             let flow_seed = Rng::stream(seed, &format!("cca-{id}")).next_u64();
-            let (sender, receiver) = endpoints(id, &f.tcp, cc, f.size, flow_seed, &cfg.hosts);
+            let (mut sender, receiver) = endpoints(id, &f.tcp, cc, f.size, flow_seed, &cfg.hosts);
             routes.push([route(&fwd), route(&rev)]);
             let window = (start.max(warmup), f.stop.map_or(end, |s| s.min(end)));
-            let mut flow = Flow::new(sender, receiver, start, rtts[i], window, 0, None);
+            let path_rtt = rtts[i] + f.data_delay;
+            // A tool's control exchange (iperf3's) before the data connection
+            // opens and after it is established: round trips over the flow's
+            // path at its propagation delay (docs/scenario.md "startup").
+            let (before_syn, after_synack) = f.startup.round_trips();
+            let syn_at = start + Dur(path_rtt.0 * before_syn);
+            if after_synack > 0 {
+                sender.hold_app();
+                // The SYN-ACK arrives one RTT after the SYN; the release comes
+                // `after_synack` round trips later (a lost SYN delays the
+                // handshake, and data then starts with its SYN-ACK).
+                events.schedule(syn_at + Dur(path_rtt.0 * (1 + after_synack)), Event::AppRelease(id));
+            }
+            let mut flow = Flow::new(sender, receiver, start, path_rtt, window, 0, None);
             flow.rx = rx_batcher(&cfg.hosts, seed, &format!("rx-hold-{i}"));
             flows.push(flow);
-            events.schedule(start, Event::FlowStart(id));
+            events.schedule(syn_at, Event::FlowStart(id));
             if let Some(stop) = f.stop {
                 if stop <= end {
                     events.schedule(stop, Event::FlowStop(id));

@@ -293,6 +293,11 @@ impl Simulation {
                 self.flush_out(id, false);
                 self.sync_timers(id);
             }
+            Event::AppRelease(id) => {
+                self.flows[id as usize].sender.release_app(now, &mut self.out);
+                self.flush_out(id, false);
+                self.sync_timers(id);
+            }
             Event::FlowStop(id) => {
                 let f = &mut self.flows[id as usize];
                 f.sender.stop_app(now);

@@ -22,6 +22,8 @@ pub fn flow(cca: &str, rtt_ms: u64) -> FlowConfig {
         label: String::new(),
         direction: Default::default(),
         jitter: None,
+        data_delay: Dur::ZERO,
+        startup: Default::default(),
         background: false,
     }
 }

@@ -168,6 +168,8 @@ pub struct TcpSender {
     /// Payload of the last segment of a finite transfer.
     tail_payload: u32,
     app_stopped: bool,
+    /// The application has not begun writing yet (`hold_app`).
+    app_held: bool,
     snd_cwnd_used: u32,
     sndbuf_limited: bool,
 
@@ -245,6 +247,7 @@ impl TcpSender {
             app_segments,
             tail_payload,
             app_stopped: false,
+            app_held: false,
             snd_cwnd_used: 0,
             sndbuf_limited: false,
             data_segs_out: 0,
@@ -349,7 +352,7 @@ impl TcpSender {
     /// Whether the application has a segment ready beyond SND.NXT.
     #[inline]
     fn has_new_data(&self) -> bool {
-        if self.app_stopped {
+        if self.app_stopped || self.app_held {
             return false;
         }
         match self.app_segments {
@@ -443,6 +446,22 @@ impl TcpSender {
     pub fn stop_app(&mut self, now: Time) {
         self.tick(now);
         self.app_stopped = true;
+    }
+
+    /// The application will not write until `release_app` (a tool that
+    /// exchanges control messages after the handshake, as iperf3 does).
+    pub fn hold_app(&mut self) {
+        self.app_held = true;
+    }
+
+    /// The application begins writing: sends what the window allows if the
+    /// connection is established (else the SYN-ACK will).
+    pub fn release_app(&mut self, now: Time, out: &mut Vec<Packet>) {
+        self.tick(now);
+        self.app_held = false;
+        if self.state == ConnState::Established {
+            self.write_xmit(out, PushMode::Normal);
+        }
     }
 
     // ------------------------------------------------------------------
