@@ -115,7 +115,7 @@ def cca_file_paths(doc: dict, base: Path | None) -> list[Path]:
     return out
 
 
-_HOSTS_KEYS = {"tso", "rx_batching", "rx_hold"}
+_HOSTS_KEYS = {"tso", "rx_batching", "rx_hold", "line_rate"}
 
 
 def resolve_hosts(table: Any) -> dict:
@@ -132,6 +132,10 @@ def resolve_hosts(table: Any) -> dict:
             out[key] = table[key]
     if "rx_hold" in table:
         out["rx_hold"] = resolve_dist(table["rx_hold"], parse_duration, "hosts.rx_hold")
+    if "line_rate" in table:
+        out["line_rate"] = unit(parse_rate, table["line_rate"], "hosts.line_rate")
+        if out["line_rate"] <= 0:
+            raise ScenarioError("hosts.line_rate", "must be positive")
     return out
 
 
@@ -258,6 +262,8 @@ def resolve(doc: dict, catalogue: Catalogue | None = None, base: Path | None = N
     if rate <= 0:
         raise ScenarioError("network.bottleneck_rate", f"must be positive, got {net['bottleneck_rate']!r}")
     access = None
+    if "access_rate" in net and "line_rate" in doc.get("hosts", {}):
+        raise ScenarioError("network.access_rate", "is the older name of hosts.line_rate; give one of them")
     if "access_rate" in net:
         access = unit(parse_rate, net["access_rate"], "network.access_rate")
         if access <= 0:

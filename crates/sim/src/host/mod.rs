@@ -12,6 +12,7 @@ pub mod tso;
 
 use crate::config::Schema;
 use crate::dist::Dist;
+use crate::units::Rate;
 use serde::{Deserialize, Serialize};
 
 /// How the end hosts send and receive.
@@ -37,6 +38,12 @@ pub struct HostConfig {
     /// (measure it on the hosts you model: docs/fidelity.md).
     #[serde(default = "default_rx_hold")]
     pub rx_hold: Dist,
+    /// Rate at which a host's NIC puts packets on the wire (its access link;
+    /// default: `network.access_rate`, else 10 x the bottleneck). A testbed's
+    /// VMs whose flows never exceed some rate are described by it.
+    #[serde(default)]
+    #[schema(positive)]
+    pub line_rate: Option<Rate>,
 }
 
 fn yes() -> bool {
@@ -50,13 +57,13 @@ fn default_rx_hold() -> Dist {
 
 impl Default for HostConfig {
     fn default() -> Self {
-        HostConfig { tso: true, rx_batching: false, rx_hold: default_rx_hold() }
+        HostConfig { tso: true, rx_batching: false, rx_hold: default_rx_hold(), line_rate: None }
     }
 }
 
 impl HostConfig {
     /// The former clockwork hosts: no offload, no batching.
     pub fn clockwork() -> Self {
-        HostConfig { tso: false, rx_batching: false, rx_hold: default_rx_hold() }
+        HostConfig { tso: false, rx_batching: false, rx_hold: default_rx_hold(), line_rate: None }
     }
 }

@@ -167,7 +167,7 @@ impl Simulation {
         let end = Time(cfg.run.duration.0);
         let warmup = Time(cfg.run.warmup.0);
         let mut topo = Topology {
-            access: net.access_rate.unwrap_or(Rate(net.bottleneck_rate.0.saturating_mul(10))),
+            access: cfg.hosts.line_rate.or(net.access_rate).unwrap_or(Rate(net.bottleneck_rate.0.saturating_mul(10))),
             reverse_bottleneck: cfg.has_reverse_traffic(),
             pipes: Vec::new(),
             lines: Vec::new(),

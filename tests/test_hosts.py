@@ -1,0 +1,67 @@
+"""The [hosts] table: segmentation offload, batched receivers, the hosts' line
+rate; checked like every table, recorded per flow, mapped onto the kernel."""
+
+import pytest
+
+import ccarena
+from ccarena.scenario import Scenario, ScenarioError
+
+
+def doc(hosts=None, rate="100Mbps", **network):
+    d = {
+        "network": {"bottleneck_rate": rate, "buffer": "250kB", **network},
+        "flows": [{"cca": "cubic", "rtt": "20ms"}],
+        "run": {"duration": "4s", "warmup": "1s", "start_jitter": "0s"},
+    }
+    if hosts is not None:
+        d["hosts"] = hosts
+    return d
+
+
+def test_defaults_are_a_stock_linux_host():
+    sc = Scenario.from_dict(doc())
+    assert sc.engine["hosts"] == {}
+    assert sc.meta.linux["offloads"] is True
+    assert Scenario.from_dict(doc({"tso": False})).meta.linux["offloads"] is False
+    # An explicit [linux] offloads still wins.
+    explicit = dict(doc({"tso": False}), linux={"offloads": True})
+    assert Scenario.from_dict(explicit).meta.linux["offloads"] is True
+
+
+def test_super_packets_and_stretch_acks_are_recorded():
+    offload = ccarena.run(doc()).flows.iloc[0]
+    clockwork = ccarena.run(doc({"tso": False})).flows.iloc[0]
+    assert clockwork.skbs_sent == clockwork.segments_sent
+    # tcp_tso_autosize: about 10 segments at 100 Mbit/s.
+    assert 4 < offload.segments_sent / offload.skbs_sent <= 12
+    assert 0.4 < clockwork.acks_sent / clockwork.segments_sent < 0.6
+    batched = ccarena.run(doc({"rx_batching": True, "rx_hold": "1ms"})).flows.iloc[0]
+    assert batched.acks_sent / batched.segments_sent < 0.25
+
+
+def test_line_rate_caps_what_a_host_sends():
+    r = ccarena.run(doc({"line_rate": "50Mbps"}))
+    assert r.flows.iloc[0].throughput_mbps < 50
+    assert ccarena.run(doc()).flows.iloc[0].throughput_mbps > 80
+
+
+@pytest.mark.parametrize(
+    "hosts, field, fragment",
+    [
+        ({"tsoo": True}, "hosts.tsoo", "tso"),
+        ({"tso": "yes"}, "hosts.tso", "true or false"),
+        ({"rx_hold": "soon"}, "hosts.rx_hold", "duration"),
+        ({"line_rate": "fast"}, "hosts.line_rate", ""),
+        ([], "hosts", "table"),
+    ],
+)
+def test_errors_name_the_field(hosts, field, fragment):
+    with pytest.raises(ScenarioError) as e:
+        Scenario.from_dict(doc(hosts))
+    assert e.value.field == field and fragment in str(e.value)
+
+
+def test_access_rate_and_line_rate_are_one_setting():
+    with pytest.raises(ScenarioError) as e:
+        Scenario.from_dict(doc({"line_rate": "1Gbps"}, access_rate="1Gbps"))
+    assert e.value.field == "network.access_rate" and "line_rate" in str(e.value)
