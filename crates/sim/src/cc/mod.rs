@@ -10,6 +10,7 @@ pub mod bbr;
 pub mod bic;
 pub mod cubic;
 pub mod cubic2008;
+pub mod fast;
 pub mod highspeed;
 pub mod htcp;
 pub mod hybla;

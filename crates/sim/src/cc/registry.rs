@@ -34,6 +34,7 @@ const ENTRIES: &[Entry] = &[
     Entry { info: super::htcp::info, build: super::htcp::build },
     Entry { info: super::scalable::info, build: super::scalable::build },
     Entry { info: super::bbr::info, build: super::bbr::build },
+    Entry { info: super::fast::info, build: super::fast::build },
 ];
 
 /// Every algorithm the engine implements.
