@@ -15,6 +15,7 @@ pub mod highspeed;
 pub mod htcp;
 pub mod hybla;
 pub mod illinois;
+pub mod nv;
 pub mod params;
 pub mod rapid;
 pub mod registry;

@@ -35,6 +35,7 @@ const ENTRIES: &[Entry] = &[
     Entry { info: super::scalable::info, build: super::scalable::build },
     Entry { info: super::bbr::info, build: super::bbr::build },
     Entry { info: super::fast::info, build: super::fast::build },
+    Entry { info: super::nv::info, build: super::nv::build },
 ];
 
 /// Every algorithm the engine implements.
