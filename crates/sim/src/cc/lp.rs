@@ -13,7 +13,10 @@
 //!
 //! The kernel's integer types are kept, with their effects: the remote-HZ
 //! ratio and the OWD are computed in u32 (`LP_RESOL / remote_hz` is 0 when the
-//! estimate exceeds 1000, which turns the OWD into -tsecr modulo 2^32).
+//! estimate exceeds 1000, which turns the OWD into -tsecr modulo 2^32). A
+//! rising forward delay makes TSval advance faster than TSecr, so the estimate
+//! does exceed 1000 then, and the garbage OWD that follows is itself taken as
+//! an indication.
 //! Timestamps: the receiver's clock is the sender's (`tcp::ts_clock`, 1 ms; no
 //! per-connection random offset, which Linux adds and which changes the OWD's
 //! constant part), and the ACK's TSval is taken as the arrival time of the newest
@@ -260,37 +263,63 @@ mod tests {
     }
 
     #[test]
-    fn rising_delay_halves_cwnd_then_drops_it_to_one_within_the_inference_time() {
+    fn rising_delay_halves_cwnd() {
         let (mut l, mut tp) = lp();
         for k in 1..=20 {
             ack(&mut l, &mut tp, 50 + 10 * k, 10 * k, 30 + 10 * k);
         }
-        // The forward delay grows 1 ms per ACK: sowd soon leaves min + 15 %.
         assert_eq!(tp.cwnd, 50);
-        let mut t = 250;
-        let mut owd = 30;
-        while tp.cwnd == 50 {
+        // The forward delay grows 1 ms per ACK: an indication within 10 ACKs.
+        let (mut t, mut owd) = (250, 30);
+        while tp.cwnd == 50 && owd < 40 {
             t += 10;
             owd += 1;
             ack(&mut l, &mut tp, t + owd + 20, t, t + owd);
         }
         assert_eq!(tp.cwnd, 25);
-        let first = t;
-        // From the next ACK on (the flag is computed before the cut, as in the
-        // kernel), no growth within 3 RTTs of the indication.
-        t += 10;
-        ack(&mut l, &mut tp, t + owd + 20, t, t + owd);
+        assert_eq!(l.last_drop, ts_clock(tp.now));
+    }
+
+    #[test]
+    fn an_indication_within_the_inference_time_drops_cwnd_to_one_and_stops_growth() {
+        // sowd 50 ms against a range of 30..60 ms: above 30 + 15 % x 30.
+        let indicating = |last_drop: u32| {
+            let (mut l, mut tp) = lp();
+            tp.now = Time::from_ms(1000);
+            l.owd_min = 30;
+            l.owd_max = 60;
+            l.sowd = 50 << 3;
+            l.last_drop = last_drop;
+            // The echoed timestamp says the RTT is 100 ms: inference 300 ms.
+            l.rcv_tsecr = ts_clock(Time::from_ms(900));
+            l.pkts_acked(&mut tp, &rtt_sample(-1));
+            (l, tp)
+        };
+        let (l, tp) = indicating(ts_clock(Time::from_ms(800)));
+        assert_eq!(tp.cwnd, 1);
+        assert_ne!(l.flag() & LP_WITHIN_INF, 0);
+        // The range restarts at [sowd, 2 sowd].
+        assert_eq!((l.owd_min, l.owd_max, l.owd_max_rsv), (50, 100, 100));
+        let (mut l, mut tp) = indicating(ts_clock(Time::from_ms(600)));
+        assert_eq!(tp.cwnd, 50, "400 ms after the last: halved");
+        assert_eq!(l.flag() & LP_WITHIN_INF, 0);
+        // Within the inference time after it, no growth.
+        tp.now = Time::from_ms(1100);
+        l.pkts_acked(&mut tp, &rtt_sample(-1));
         assert_ne!(l.flag() & LP_WITHIN_INF, 0);
         l.cong_avoid(&mut tp, 0, 1000);
-        assert_eq!(tp.cwnd, 25);
-        while tp.cwnd == 25 {
-            t += 10;
-            owd += 3;
-            ack(&mut l, &mut tp, t + owd + 20, t, t + owd);
-        }
-        let rtt = owd + 20;
-        assert!(t - first < 3 * rtt, "{} ms after the first, RTT {rtt} ms", t - first);
-        assert_eq!(tp.cwnd, 1);
+        assert_eq!(tp.cwnd, 50);
+    }
+
+    #[test]
+    fn a_rising_delay_drives_the_remote_hz_estimate_above_1000() {
+        // TSval advancing 11 ms per 10 ms of TSecr: m = 1100 on every ACK.
+        let (mut l, mut tp) = lp();
+        ack(&mut l, &mut tp, 60, 10, 40);
+        ack(&mut l, &mut tp, 70, 20, 50);
+        assert_eq!(l.remote_hz(), 1000);
+        ack(&mut l, &mut tp, 81, 30, 61);
+        assert_eq!(l.remote_hz(), 1001);
     }
 
     #[test]
