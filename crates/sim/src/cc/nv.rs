@@ -152,9 +152,7 @@ impl Nv {
     /// ACK advanced snd_una by.
     fn decide(&mut self, tp: &mut TcpSock, segs_acked: u32) {
         self.rtt_start_seq = tp.snd_nxt;
-        if self.rtt_cnt < 0xff {
-            self.rtt_cnt += 1;
-        }
+        self.rtt_cnt = self.rtt_cnt.saturating_add(1);
         // One sample in a whole RTT: the window is too small for the ACKs to
         // say anything (coalescing), so NV raises its own floor.
         if self.eval_call_cnt == 1
@@ -203,16 +201,10 @@ impl Nv {
             }
             self.allow_cwnd_growth = true;
             self.no_cong_cnt += 1;
-            if self.cwnd_growth_factor < 0
-                && NV_CWND_GROWTH_RATE_NEG > 0
-                && self.no_cong_cnt > NV_CWND_GROWTH_RATE_NEG
-            {
-                self.cwnd_growth_factor += 1;
-                self.no_cong_cnt = 0;
-            } else if self.cwnd_growth_factor >= 0
-                && NV_CWND_GROWTH_RATE_POS > 0
-                && self.no_cong_cnt > NV_CWND_GROWTH_RATE_POS
-            {
+            // The growth rate doubles after this many non-congested decisions
+            // (0: never), below or above one packet per RTT.
+            let rate = if self.cwnd_growth_factor < 0 { NV_CWND_GROWTH_RATE_NEG } else { NV_CWND_GROWTH_RATE_POS };
+            if rate > 0 && self.no_cong_cnt > rate {
                 self.cwnd_growth_factor += 1;
                 self.no_cong_cnt = 0;
             }
@@ -329,9 +321,7 @@ impl CongestionControl for Nv {
         if self.rtt_max_rate < rate {
             self.rtt_max_rate = rate;
         }
-        if self.eval_call_cnt < 255 {
-            self.eval_call_cnt += 1;
-        }
+        self.eval_call_cnt = self.eval_call_cnt.saturating_add(1);
         if avg_rtt < self.min_rtt {
             self.min_rtt = avg_rtt;
         }

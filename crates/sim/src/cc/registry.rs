@@ -42,7 +42,9 @@ const ENTRIES: &[Entry] = &[
 
 /// Rules on an algorithm's parameters beyond their declared ranges (a Linux
 /// module that refuses to load with such values), by algorithm name.
-const CHECKS: &[(&str, fn(&Params) -> Result<(), String>)] = &[("cdg", super::cdg::check)];
+const CHECKS: &[(&str, ParamCheck)] = &[("cdg", super::cdg::check)];
+
+type ParamCheck = fn(&Params) -> Result<(), String>;
 
 /// Every algorithm the engine implements.
 pub fn cca_catalogue() -> Vec<CcaInfo> {
