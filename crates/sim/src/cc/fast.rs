@@ -13,8 +13,9 @@
 //! bottleneck queue whatever the link's speed, so N flows share the link equally
 //! and queue N alpha packets. Far from it the step is proportional to the
 //! distance (unlike Vegas' +/-1 per RTT); min(2w, ...) bounds growth by slow
-//! start's doubling, which is also how a connection starts (there is no separate
-//! slow start: with no queue the update gives w + gamma alpha, at most 2w).
+//! start's doubling. There is no separate slow start: with no queue the update
+//! gives w + gamma alpha, so a connection doubles its window while it is below
+//! gamma alpha and then adds gamma alpha packets per RTT until the queue forms.
 //!
 //! Update period: once per RTT, ended as in Vegas by the first ACK beyond the
 //! SND.NXT of the previous update. The papers define the update as periodic with
