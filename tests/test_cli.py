@@ -74,3 +74,36 @@ def test_bench_json():
     r = json.loads(p.stdout)
     for key in ("wall_s", "sim_s_per_wall_s", "events_per_s", "packets_per_s"):
         assert r[key] > 0
+
+
+def test_list_ccas_says_which_backends_run_each_algorithm():
+    cat = json.loads(cli("list", "ccas", "--json", check=True).stdout)
+    by_name = {c["name"]: c["backends"] for c in cat}
+    assert all(b["sim"] == "engine" for b in by_name.values())
+    # Algorithms no kernel ships, whatever this machine is.
+    assert by_name["fast"]["linux"] == by_name["cubic-2008"]["linux"] == "not available"
+    for name in ("fast", "cdg", "lp", "nv"):
+        assert name in by_name
+    tsv = cli("list", "ccas", "--format", "tsv", check=True).stdout.splitlines()
+    assert tsv[0].split("\t")[-1] == "backends (here)"
+    assert any(line.startswith("fast\t") and line.endswith("\tsim; linux: not available") for line in tsv)
+
+
+def test_linux_availability_is_probed(tmp_path):
+    from ccarena.backends.linux.host import kernel_modules, linux_availability
+
+    ipv4 = tmp_path / "6.1.0" / "kernel" / "net" / "ipv4"
+    ipv4.mkdir(parents=True)
+    for f in ("tcp_cdg.ko", "tcp_nv.ko.xz", "tcp_lp.ko.zst", "udp_diag.ko"):
+        (ipv4 / f).write_text("")
+    assert kernel_modules("6.1.0", root=tmp_path) == {"cdg", "nv", "lp"}
+    assert kernel_modules("none", root=tmp_path) == set()
+    got = linux_availability(["reno", "newreno", "cubic", "bic", "cdg", "fast", "vegas"], available=["reno", "cubic"],
+                             bpf={"bic": tmp_path / "bic.bpf.o"}, modules={"cdg", "vegas"})
+    assert got["reno"] == got["cubic"] == "kernel"
+    assert got["newreno"] == "kernel (reno, SACK off)"
+    assert got["bic"].startswith("BPF struct_ops (project)")
+    assert got["cdg"] == "kernel module tcp_cdg, not loaded (modprobe it)"
+    assert got["fast"] == "not available"
+    # Loaded beats the project's BPF version, as the backend chooses.
+    assert linux_availability(["bic"], available=["bic"], bpf={"bic": tmp_path}, modules=set()) == {"bic": "kernel"}

@@ -807,23 +807,29 @@ def list_ccas(
     as_json: bool = typer.Option(False, "--json", help="Same as --format json."),
     fmt: str = typer.Option("table", "--format", "-f", help=FORMAT_HELP),
 ) -> None:
-    """Congestion-control algorithms with a one-line description and their source."""
+    """Congestion-control algorithms with a one-line description, their source, and the backends that run them here."""
     # Imported when the command runs (see the note at the top).
+    from .backends.linux.host import linux_availability
     from .present.tables import Column, Listing
     from .scenario.catalogue import cca_catalogue  # the engine
 
     fmt = _format_option(as_json, fmt)
     cat = cca_catalogue()
+    # Every engine algorithm runs in the simulator; the linux backend's answer is probed on this machine.
+    linux = linux_availability([c["name"] for c in cat])
+    for c in cat:
+        c["backends"] = {"sim": "engine", "linux": linux[c["name"]]}
     if fmt == "json":
         print(json.dumps(cat))
         return
     listing = Listing(
-        [Column("name", no_wrap=True, style="bold"), Column("description"), Column("source"), Column("parameters (default)")],
+        [Column("name", no_wrap=True, style="bold"), Column("description"), Column("source"), Column("parameters (default)"),
+         Column("backends (here)")],
         [], title="Congestion-control algorithms", show_lines=True, box=None,
     )
     for c in cat:
         params = ", ".join(f"{p['name']}={str(p['default']).lower()}" for p in c["params"]) or "-"
-        listing.rows.append([c["name"], c["description"], c["source"], params])
+        listing.rows.append([c["name"], c["description"], c["source"], params, f"sim; linux: {c['backends']['linux']}"])
     _emit_listing(listing, fmt)
 
 

@@ -8,12 +8,16 @@
 
 pub mod bbr;
 pub mod bic;
+pub mod cdg;
 pub mod cubic;
 pub mod cubic2008;
+pub mod fast;
 pub mod highspeed;
 pub mod htcp;
 pub mod hybla;
 pub mod illinois;
+pub mod lp;
+pub mod nv;
 pub mod params;
 pub mod rapid;
 pub mod registry;
@@ -131,14 +135,16 @@ impl Default for RateSample {
 }
 
 /// What an arriving ACK says, for algorithms that look at every ACK's details
-/// (`ack_arrival`): the cumulative ACK and the receive timestamp of the newest
-/// data segment at the receiver.
+/// (`ack_arrival`): the cumulative ACK, the receive timestamp of the newest
+/// data segment at the receiver, and the echoed TCP timestamp (Linux
+/// `rx_opt.rcv_tsecr`, the sender's ms clock `tcp::ts_clock`; 0 if none).
 #[derive(Clone, Copy, Debug)]
 pub struct AckArrival {
     pub ack: u32,
     pub rx_seq: u32,
     pub rx_ns: u64,
     pub now_ns: u64,
+    pub tsecr: u32,
 }
 
 /// Whether the sender paces its packets (Linux `sk_pacing_status`).
@@ -225,6 +231,11 @@ pub struct TcpSock {
     /// phase, where Linux calls `get_random_u32_below`); the simulation derives
     /// it from the run seed and the flow id so runs are reproducible.
     pub flow_seed: u64,
+
+    /// Set by `enter_cwr` (an algorithm calling Linux's `tcp_enter_cwr`, as CDG
+    /// does on a delay-gradient backoff); the stack enters CWR when the hook
+    /// returns and clears it.
+    pub cwr_requested: bool,
 }
 
 impl TcpSock {
@@ -268,6 +279,7 @@ impl TcpSock {
             rate_interval_us: 0,
             rate_app_limited: false,
             flow_seed: 0,
+            cwr_requested: false,
         }
     }
 
@@ -350,6 +362,14 @@ impl TcpSock {
         } else {
             self.ssthresh.max((self.cwnd >> 1) + (self.cwnd >> 2))
         }
+    }
+
+    /// Linux `tcp_enter_cwr` as a module calls it from `cong_avoid`: a
+    /// reduction without loss (ssthresh from the algorithm, PRR, no undo). The
+    /// stack acts on it as soon as `cong_avoid` returns, so the hook should
+    /// return right after asking, as Linux's callers do.
+    pub fn enter_cwr(&mut self) {
+        self.cwr_requested = true;
     }
 
     /// Linux `tcp_reno_undo_cwnd`.

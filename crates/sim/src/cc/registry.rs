@@ -34,7 +34,17 @@ const ENTRIES: &[Entry] = &[
     Entry { info: super::htcp::info, build: super::htcp::build },
     Entry { info: super::scalable::info, build: super::scalable::build },
     Entry { info: super::bbr::info, build: super::bbr::build },
+    Entry { info: super::fast::info, build: super::fast::build },
+    Entry { info: super::nv::info, build: super::nv::build },
+    Entry { info: super::cdg::info, build: super::cdg::build },
+    Entry { info: super::lp::info, build: super::lp::build },
 ];
+
+/// Rules on an algorithm's parameters beyond their declared ranges (a Linux
+/// module that refuses to load with such values), by algorithm name.
+const CHECKS: &[(&str, ParamCheck)] = &[("cdg", super::cdg::check)];
+
+type ParamCheck = fn(&Params) -> Result<(), String>;
 
 /// Every algorithm the engine implements.
 pub fn cca_catalogue() -> Vec<CcaInfo> {
@@ -62,6 +72,9 @@ pub fn make_cca(name: &str, params: &BTreeMap<String, ParamValue>) -> Result<Box
         return Err(format!("cca: unknown congestion control '{name}'; allowed: {}", names.join(", ")));
     };
     let p = Params::new(name, params, (entry.info)().params)?;
+    if let Some((_, check)) = CHECKS.iter().find(|(n, _)| *n == name) {
+        check(&p)?;
+    }
     let ca = (entry.build)(&p);
     validate_hooks(ca.as_ref())?;
     Ok(ca)

@@ -6,6 +6,8 @@ Algorithms on the linux backend: the kernel's own
 (/proc/sys/net/ipv4/tcp_available_congestion_control), the project's BPF
 programs in ``linux/bin/*.bpf.o`` (registered for a run when the kernel lacks
 the name), and ``newreno`` (the kernel's reno with SACK off, as in the simulator).
+`linux_availability()` says for each name how (or whether) this machine runs
+it, for `ccarena list ccas`; it probes the running kernel, never assumes.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ __all__ = [
     "check_host",
     "linux_cca_names",
     "linux_catalogue",
+    "linux_availability",
+    "kernel_modules",
     "kernel_ccas",
     "bpf_ccas",
     "BIN_DIR",
@@ -63,6 +67,45 @@ def kernel_ccas() -> list[str]:
         return _AVAILABLE.read_text().split()
     except OSError:
         return []
+
+
+def kernel_modules(release: str | None = None, root: Path = Path("/lib/modules")) -> set[str]:
+    """Algorithms this kernel ships as modules that are not necessarily loaded
+    (``tcp_NAME.ko`` under net/ipv4 of the running release, compressed or not)."""
+    if release is None:
+        release = os.uname().release if hasattr(os, "uname") else ""
+    found = set()
+    try:
+        for p in (root / release / "kernel" / "net" / "ipv4").glob("tcp_*.ko*"):
+            found.add(p.name[len("tcp_"):].split(".ko", 1)[0])
+    except OSError:
+        return set()
+    return found
+
+
+def linux_availability(names, available: list[str] | None = None, bpf: dict[str, Path] | None = None,
+                       modules: set[str] | None = None) -> dict[str, str]:
+    """How the linux backend would run each of `names` on this machine, probed
+    from the running kernel (its registered algorithms and its module
+    directory) and the project's BPF objects: ``kernel`` (registered: built in
+    or loaded), ``BPF struct_ops (project)``, ``kernel module tcp_NAME, not
+    loaded (modprobe it)`` or ``not available``. The keyword arguments replace
+    the probes (tests)."""
+    kernel = set(kernel_ccas() if available is None else available)
+    objs = bpf_ccas() if bpf is None else bpf
+    mods = kernel_modules() if modules is None else modules
+    out = {}
+    for name in names:
+        alias = "reno" if name == "newreno" else name
+        if alias in kernel:
+            out[name] = "kernel (reno, SACK off)" if name == "newreno" else "kernel"
+        elif name in objs:
+            out[name] = "BPF struct_ops (project)" if shutil.which("bpftool") else "BPF struct_ops (project), needs bpftool"
+        elif alias in mods:
+            out[name] = f"kernel module tcp_{alias}, not loaded (modprobe it)"
+        else:
+            out[name] = "not available"
+    return out
 
 
 def bpf_ccas() -> dict[str, Path]:

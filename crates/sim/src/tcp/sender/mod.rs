@@ -547,7 +547,8 @@ impl TcpSender {
         let mut rexmit = Rexmit::None;
 
         self.rcv_tsecr = a.tsecr;
-        let arrival = AckArrival { ack, rx_seq: a.rx_seq, rx_ns: a.rx_time(self.sock.now.0), now_ns: self.sock.now.0 };
+        let arrival =
+            AckArrival { ack, rx_seq: a.rx_seq, rx_ns: a.rx_time(self.sock.now.0), now_ns: self.sock.now.0, tsecr: a.tsecr };
         self.cc.ack_arrival(&mut self.sock, &arrival);
 
         if seq_before(ack, prior_snd_una) {
@@ -998,6 +999,10 @@ impl TcpSender {
             self.rec.cwnd_reduction(&mut self.sock, acked_sacked, rs.losses, flag);
         } else if self.may_raise_cwnd(flag) {
             self.cc.cong_avoid(&mut self.sock, ack, acked_sacked);
+            if self.sock.cwr_requested {
+                self.sock.cwr_requested = false;
+                self.enter_cwr();
+            }
             self.sock.cwnd = self.sock.cwnd.max(1);
             self.sock.cwnd_stamp = self.sock.jiffies;
         }

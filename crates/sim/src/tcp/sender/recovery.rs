@@ -329,8 +329,9 @@ impl TcpSender {
         self.ca_event(CaEvent::CompleteCwr);
     }
 
-    /// Linux `tcp_enter_cwr`: a reduction without loss (ECN); no undo.
-    fn enter_cwr(&mut self) {
+    /// Linux `tcp_enter_cwr`: a reduction without loss (ECN, or an algorithm's
+    /// request through `TcpSock::enter_cwr`); no undo.
+    pub(super) fn enter_cwr(&mut self) {
         self.rec.prior_ssthresh = 0;
         if self.sock.ca_state < CaState::Cwr {
             self.rec.undo_marker = None;
