@@ -65,3 +65,25 @@ def test_access_rate_and_line_rate_are_one_setting():
     with pytest.raises(ScenarioError) as e:
         Scenario.from_dict(doc({"line_rate": "1Gbps"}, access_rate="1Gbps"))
     assert e.value.field == "network.access_rate" and "line_rate" in str(e.value)
+
+
+def test_a_linux_router_forwards_super_packets_whole():
+    # Two flows at 400 Mbit/s: skbs of ~18 segments fit the 50 kB bucket.
+    d = doc(rate="400Mbps")
+    d["network"]["buffer"] = "500kB"
+    d["flows"] = [{"cca": "cubic", "rtt": "20ms", "count": 2}]
+    linux = ccarena.run(d).flows
+    d["network"]["router"] = "switch"
+    switch = ccarena.run(d).flows
+    per_seg = lambda f: f.acks_sent.sum() / f.segments_sent.sum()  # noqa: E731
+    assert per_seg(linux) < 0.15 < 0.4 < per_seg(switch)
+
+
+@pytest.mark.parametrize(
+    "network, field", [({"router": "cisco"}, "network.router"), ({"router_burst": "tiny"}, "network.router_burst"),
+                       ({"router_burst": "1kB"}, "network.router_burst")],
+)
+def test_router_errors_name_the_field(network, field):
+    with pytest.raises(ScenarioError) as e:
+        Scenario.from_dict(doc(**network))
+    assert e.value.field == field

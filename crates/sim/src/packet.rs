@@ -99,6 +99,19 @@ pub struct DataSegment {
     pub ect: bool,
     /// Congestion Window Reduced (the sender reacted to ECE).
     pub cwr: bool,
+    /// The super-packet the segment left in (host/tso.rs).
+    pub gso: Gso,
+}
+
+/// Which GSO super-packet a data segment belongs to: `segs` segments handed
+/// to the device as one skb (0: not part of one), this one at `index`;
+/// `whole` once a Linux router queued the skb as one, so that it reaches the
+/// receiver as one skb (net/link.rs).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Gso {
+    pub segs: u16,
+    pub index: u16,
+    pub whole: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -203,7 +216,7 @@ mod tests {
     fn full_segment_is_1500_bytes() {
         let p = Packet::data(
             0,
-            DataSegment { seq: 0, payload: 1448, tsval: 0, retransmission: false, ce: false, ect: false, cwr: false },
+            DataSegment { seq: 0, payload: 1448, tsval: 0, retransmission: false, ce: false, ect: false, cwr: false, gso: Default::default() },
         );
         assert_eq!(p.wire_bytes, 1500);
     }

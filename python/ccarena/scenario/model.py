@@ -35,7 +35,7 @@ from .linux_options import resolve_linux_options
 from .network import changes_rate, check_red_fits, resolve_dynamics, resolve_loss, resolve_qdisc, resolve_trace, trace_mean_rate_bps
 from .tcp import resolve_tcp
 from .traffic import BACKGROUNDS, resolve_dist, resolve_udp, resolve_web
-from .units import ENGINE_MAX, parse_buffer, parse_duration, parse_rate
+from .units import ENGINE_MAX, parse_buffer, parse_duration, parse_rate, parse_size
 
 __all__ = [
     "Scenario",
@@ -56,6 +56,7 @@ _TOP_KEYS = {
 }
 _NETWORK_KEYS = {
     "bottleneck_rate", "buffer", "loss", "access_rate", "bdp_rtt", "qdisc", "reverse_bottleneck", "dynamics", "trace",
+    "router", "router_burst",
     "trace_repeat",
 }
 _RUN_KEYS = {"duration", "warmup", "seed", "sample_interval", "start_jitter"}
@@ -296,6 +297,12 @@ def resolve(doc: dict, catalogue: Catalogue | None = None, base: Path | None = N
             raise ScenarioError("network.dynamics", "a trace-driven bottleneck takes its rate from the trace; change delay or loss only")
     if trace is not None:
         network["trace"] = trace
+    if "router" in net:
+        if net["router"] not in ("linux", "switch"):
+            raise ScenarioError("network.router", f"unknown router kind {excerpt(net['router'])}; allowed: linux, switch")
+        network["router"] = net["router"]
+    if "router_burst" in net:
+        network["router_burst"] = unit(parse_size, net["router_burst"], "network.router_burst")
     if "qdisc" in net:
         network["qdisc"] = resolve_qdisc(net["qdisc"], "network.qdisc", bdp_bytes)
         check_red_fits(network["qdisc"], network["buffer"])

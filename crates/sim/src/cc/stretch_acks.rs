@@ -57,6 +57,13 @@ const TABLE: &[(&str, Counts, Counts)] = &[
     ("highspeed", Packets, Acks),
     ("hybla", Acks, Acks),
     ("cubic-2008", Acks, AcksOverRatio),
+    // tcp_cdg.c and tcp_lp.c grow through tcp_reno_cong_avoid, tcp_nv.c
+    // through tcp_slow_start / tcp_cong_avoid_ai with `acked`.
+    ("cdg", Packets, Packets),
+    ("lp", Packets, Packets),
+    ("nv", Packets, Packets),
+    // FAST's window follows its once-per-RTT equation, whatever the ACKs cover.
+    ("fast", Packets, Packets),
 ];
 
 /// A connection of `cwnd` packets, 100 ms RTT, in slow start or in congestion

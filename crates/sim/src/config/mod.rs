@@ -61,6 +61,39 @@ pub struct NetworkConfig {
     /// (Mahimahi format) instead of at `bottleneck_rate`.
     #[serde(default)]
     pub trace: Option<TraceConfig>,
+    /// What the bottleneck is: a Linux router (tbf: a sender's super-packet
+    /// that fits the token bucket is queued, dropped and delivered whole) or
+    /// a switch that queues packets.
+    #[serde(default)]
+    pub router: RouterKind,
+    /// A Linux router's token bucket (tbf `burst`): super-packets larger than
+    /// this are split into segments (default: 2 full frames or 1 ms at the
+    /// rate, whichever is larger, as the linux backend sets it).
+    #[serde(default)]
+    #[schema(min = 1514, kind = "bytes", unit = "bytes")]
+    pub router_burst: Option<u64>,
+}
+
+/// The kind of device at the bottleneck.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, Schema)]
+#[serde(rename_all = "snake_case")]
+pub enum RouterKind {
+    /// A Linux router shaping with tbf: it queues what the sending host's
+    /// stack built (GSO super-packets whole, when they fit its bucket).
+    #[default]
+    Linux,
+    /// A hardware switch: every segment is a packet of its own.
+    Switch,
+}
+
+impl NetworkConfig {
+    /// The tbf bucket of a Linux router at this bottleneck (None: a switch).
+    pub fn gso_burst(&self) -> Option<u64> {
+        match self.router {
+            RouterKind::Switch => None,
+            RouterKind::Linux => Some(self.router_burst.unwrap_or((2 * 1514u64).max(self.bottleneck_rate.0 / 8 / 1000))),
+        }
+    }
 }
 
 impl NetworkConfig {

@@ -5,7 +5,7 @@
 //! mid-run and AQMs act at dequeue.
 
 use super::queue::{Enqueued, QdiscStats, QueueDisc};
-use crate::packet::Packet;
+use crate::packet::{Packet, Payload};
 use super::loss::{LossProcess, LossSpec};
 use super::trace::{TraceConfig, TraceService};
 use crate::rng::Rng;
@@ -46,8 +46,30 @@ impl LinkStats {
     }
 }
 
+/// What a Linux router decided for a super-packet it takes whole.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Verdict {
+    Admit,
+    /// The queue had no room for all of it (bfifo drops the skb).
+    Full,
+    /// Random loss (netem's or iptables' drop acts per skb).
+    Random,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct SkbDecision {
+    epoch: u16,
+    first_seq: u32,
+    verdict: Verdict,
+}
+
 pub struct Link {
     rate: Rate,
+    /// A Linux router's token bucket: super-packets up to this size are
+    /// queued whole (None: a switch, every segment on its own).
+    gso_burst: Option<u64>,
+    /// The decision for each flow's latest super-packet.
+    skbs: Vec<Option<SkbDecision>>,
     qdisc: Box<dyn QueueDisc>,
     in_service: Option<Packet>,
     loss: LossProcess,
@@ -65,6 +87,8 @@ impl Link {
     pub fn new(rate: Rate, qdisc: Box<dyn QueueDisc>, loss: &LossSpec, loss_rng: Rng) -> Link {
         Link {
             rate,
+            gso_burst: None,
+            skbs: Vec::new(),
             qdisc,
             in_service: None,
             loss: LossProcess::new(loss, loss_rng),
@@ -111,10 +135,73 @@ impl Link {
         self.loss = LossProcess::new(spec, rng);
     }
 
+    /// Make this bottleneck a Linux router whose tbf bucket is `burst` bytes.
+    pub fn set_gso_burst(&mut self, burst: u64) {
+        self.gso_burst = Some(burst);
+    }
+
+    /// Linux `tbf_enqueue` for a segment of a super-packet: one that fits the
+    /// bucket is queued (or dropped) whole, the decision taken when its first
+    /// segment arrives; a larger one is split (`tbf_segment`) and its segments
+    /// are queued one by one (None, as are packets of a switch).
+    fn skb_verdict(&mut self, now: Time, pkt: &Packet) -> Option<Verdict> {
+        let burst = self.gso_burst?;
+        let Payload::Data(d) = &pkt.payload else { return None };
+        if d.gso.segs <= 1 {
+            return None;
+        }
+        let bytes = pkt.wire_bytes as u64 * d.gso.segs as u64;
+        if bytes > burst {
+            return None;
+        }
+        let f = pkt.flow as usize;
+        if self.skbs.len() <= f {
+            self.skbs.resize(f + 1, None);
+        }
+        let first_seq = d.seq.wrapping_sub(d.gso.index as u32);
+        let known = matches!(self.skbs[f], Some(k) if k.first_seq == first_seq && k.epoch == pkt.epoch);
+        if !known {
+            let fits = self.qdisc.fits_whole(bytes, d.gso.segs as u32)?;
+            let verdict = if self.loss.lose(now.0) {
+                Verdict::Random
+            } else if fits {
+                Verdict::Admit
+            } else {
+                Verdict::Full
+            };
+            self.skbs[f] = Some(SkbDecision { epoch: pkt.epoch, first_seq, verdict });
+        }
+        self.skbs[f].map(|k| k.verdict)
+    }
+
     /// A packet arrives. Returns the completion time to schedule when the
     /// transmitter was idle and starts on it; `Err` carries a dropped packet.
-    pub fn arrive(&mut self, now: Time, pkt: Packet) -> Result<Option<Time>, Packet> {
+    pub fn arrive(&mut self, now: Time, mut pkt: Packet) -> Result<Option<Time>, Packet> {
         self.stats.arrivals += 1;
+        match self.skb_verdict(now, &pkt) {
+            Some(Verdict::Random) => {
+                self.stats.drops_random += 1;
+                self.stats.count_drop(&pkt, true);
+                return Err(pkt);
+            }
+            Some(Verdict::Full) => {
+                self.stats.drops_queue += 1;
+                self.stats.count_drop(&pkt, false);
+                return Err(pkt);
+            }
+            Some(Verdict::Admit) => {
+                if let Payload::Data(d) = &mut pkt.payload {
+                    d.gso.whole = true;
+                }
+                let idle = self.in_service.is_none() && self.qdisc.backlog_packets() == 0;
+                match self.qdisc.enqueue_admitted(now, pkt) {
+                    Enqueued::Accepted => {}
+                    _ => unreachable!("a queue that admits super-packets whole takes their segments"),
+                }
+                return Ok(if idle { self.start_next(now) } else { None });
+            }
+            None => {}
+        }
         if self.loss.lose(now.0) {
             self.stats.drops_random += 1;
             self.stats.count_drop(&pkt, true);
@@ -215,7 +302,7 @@ mod tests {
     use crate::packet::DataSegment;
 
     fn seg(seq: u32) -> Packet {
-        Packet::data(0, DataSegment { seq, payload: 1448, tsval: 0, retransmission: false, ce: false, ect: false, cwr: false })
+        Packet::data(0, DataSegment { seq, payload: 1448, tsval: 0, retransmission: false, ce: false, ect: false, cwr: false, gso: Default::default() })
     }
 
     #[test]

@@ -41,6 +41,16 @@ pub trait QueueDisc: Send {
     fn backlog_bytes(&self) -> u64;
     /// Packets still waiting (for end-of-run accounting).
     fn waiting(&self) -> Vec<Packet>;
+    /// Whether a super-packet of `bytes` in `segs` segments would fit now, for
+    /// a queue that takes it whole (a Linux bfifo checks the skb's length);
+    /// None: the discipline decides per packet.
+    fn fits_whole(&self, _bytes: u64, _segs: u32) -> Option<bool> {
+        None
+    }
+    /// Queues a segment of a super-packet already admitted whole.
+    fn enqueue_admitted(&mut self, now: Time, pkt: Packet) -> Enqueued {
+        self.enqueue(now, pkt)
+    }
     /// Moves the packets dropped by the last `enqueue` that returned
     /// `Enqueued::Overflowed` into `out`.
     fn take_drops(&mut self, _out: &mut Vec<Packet>) {}
@@ -201,6 +211,20 @@ impl QueueDisc for DropTail {
         self.fifo.packets()
     }
 
+    fn fits_whole(&self, bytes: u64, segs: u32) -> Option<bool> {
+        Some(match self.limit {
+            QueueLimit::Bytes(b) => self.fifo.bytes() + bytes <= b,
+            // pfifo counts skbs; segments are counted here, so a packet limit
+            // of segments keeps meaning segments.
+            QueueLimit::Packets(n) => self.fifo.len() as u64 + segs as u64 <= n as u64,
+        })
+    }
+
+    fn enqueue_admitted(&mut self, now: Time, pkt: Packet) -> Enqueued {
+        self.fifo.push(now, pkt);
+        Enqueued::Accepted
+    }
+
     fn stats(&self) -> QdiscStats {
         QdiscStats::new("drop_tail")
     }
@@ -212,7 +236,7 @@ mod tests {
     use crate::packet::{DataSegment, Packet};
 
     fn seg(seq: u32) -> Packet {
-        Packet::data(0, DataSegment { seq, payload: 1448, tsval: 0, retransmission: false, ce: false, ect: false, cwr: false })
+        Packet::data(0, DataSegment { seq, payload: 1448, tsval: 0, retransmission: false, ce: false, ect: false, cwr: false, gso: Default::default() })
     }
 
     #[test]

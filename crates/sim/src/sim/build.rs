@@ -182,6 +182,9 @@ impl Simulation {
         if let Some(trace) = &net.trace {
             links[0].set_trace(trace);
         }
+        if let Some(burst) = net.gso_burst() {
+            links[0].set_gso_burst(burst);
+        }
         if topo.reverse_bottleneck {
             links.push(Link::new(
                 net.bottleneck_rate,
@@ -189,6 +192,9 @@ impl Simulation {
                 &LossSpec::none(),
                 Rng::stream(seed, "reverse-bottleneck-loss"),
             ));
+            if let Some(burst) = net.gso_burst() {
+                links[1].set_gso_burst(burst);
+            }
         }
         let mut events = EventQueue::new();
         let mut jitter_rng = Rng::stream(seed, "start-jitter");

@@ -24,7 +24,7 @@ use crate::net::delay_line::DelayLine;
 use crate::net::dynamics::PathDynamics;
 use crate::net::link::Link;
 use crate::net::pipe::Pipe;
-use crate::packet::Packet;
+use crate::packet::{Packet, Payload};
 use crate::records::{FlowSeries, QueueSeries, ShortFlowRecord, UdpSeries};
 use crate::rng::Rng;
 use crate::tcp::receiver::TcpReceiver;
@@ -87,6 +87,9 @@ struct Flow {
     web: Option<WebSlot>,
     /// The receiver's batched processing (`hosts.rx_batching`).
     rx: Option<RxBatcher>,
+    /// Segments of a super-packet a Linux router forwarded whole, until all
+    /// have arrived: the receiver gets them as one skb.
+    skb: Vec<Packet>,
 }
 
 impl Flow {
@@ -110,6 +113,7 @@ impl Flow {
             epoch,
             web,
             rx: None,
+            skb: Vec::new(),
         }
     }
 }
@@ -391,6 +395,27 @@ impl Simulation {
                         self.events.schedule(due, Event::RxBatch(pkt.flow));
                     }
                     return;
+                }
+                if let Payload::Data(d) = &pkt.payload {
+                    if d.gso.whole {
+                        // One skb: processed when its last segment is in,
+                        // and acknowledged as one (as GRO hands it over).
+                        f.skb.push(pkt);
+                        if f.skb.len() < d.gso.segs as usize {
+                            return;
+                        }
+                        let mut skb = std::mem::take(&mut f.skb);
+                        f.receiver.begin_batch();
+                        for p in skb.drain(..) {
+                            self.deliver(p);
+                        }
+                        let f = &mut self.flows[pkt.flow as usize];
+                        f.receiver.end_batch(now, &mut self.out);
+                        f.skb = skb;
+                        self.flush_out(pkt.flow, true);
+                        self.sync_timers(pkt.flow);
+                        return;
+                    }
                 }
                 self.deliver(pkt);
                 self.flush_out(pkt.flow, true);

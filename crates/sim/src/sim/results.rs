@@ -281,6 +281,7 @@ impl Simulation {
         self.lines.iter().flat_map(|l| l.packets()).for_each(&mut count);
         self.links.iter().flat_map(|l| l.held_packets()).for_each(|p| count(&p));
         self.flows.iter().filter_map(|f| f.rx.as_ref()).flat_map(|rx| rx.held()).for_each(&mut count);
+        self.flows.iter().flat_map(|f| f.skb.iter()).for_each(&mut count);
         for (i, f) in self.flows[..configured].iter().enumerate() {
             let sent = f.sender.counters.segments_sent;
             let (drops, _) = Self::flow_drops(&self.links, i);

@@ -538,7 +538,7 @@ mod tests {
     use super::*;
 
     fn seg(seq: u32) -> DataSegment {
-        DataSegment { seq, payload: 1448, tsval: seq + 1, retransmission: false, ce: false, ect: false, cwr: false }
+        DataSegment { seq, payload: 1448, tsval: seq + 1, retransmission: false, ce: false, ect: false, cwr: false, gso: Default::default() }
     }
 
     fn established() -> TcpReceiver {

@@ -39,6 +39,9 @@ pub fn scenario(rate_mbps: u64, buffer: QueueLimit, loss: LossSpec, flows: Vec<F
             dynamics: Vec::new(),
             qdisc: QdiscConfig::DropTail,
             trace: None,
+            // The analytical checks model packets, not a Linux router's skbs.
+            router: ccarena_sim::config::RouterKind::Switch,
+            router_burst: None,
         },
         flows,
         udp: Vec::new(),

@@ -15,7 +15,7 @@ use super::super::ts_clock;
 use super::timer::XmitTimer;
 use super::{ConnState, Rexmit, TcpSender};
 use crate::cc::{CaEvent, CaState, PacingStatus};
-use crate::packet::{DataSegment, Packet};
+use crate::packet::{DataSegment, Gso, Packet, Payload};
 use crate::host::tso;
 use crate::units::{Time, NS_PER_SEC};
 
@@ -128,6 +128,7 @@ impl TcpSender {
             ce: false,
             ect: new_data,
             cwr,
+            gso: Default::default(),
         };
         let pkt = Packet::data(self.flow, seg);
         self.counters.segments_sent += 1;
@@ -238,8 +239,11 @@ impl TcpSender {
             let n = cwnd_quota.min(max_segs).min(rwnd_room).min(data_left).min(sndbuf_room).max(1);
             self.skb_bytes = Some(0);
             self.counters.skbs_sent += 1;
-            for _ in 0..n {
+            for i in 0..n {
                 self.transmit_new(out);
+                if let Some(Packet { payload: Payload::Data(d), .. }) = out.last_mut() {
+                    d.gso = Gso { segs: n.min(u16::MAX as u32) as u16, index: i.min(u16::MAX as u32) as u16, whole: false };
+                }
             }
             let bytes = self.skb_bytes.take().unwrap_or(0);
             self.pacing_after_send(bytes);
