@@ -18,7 +18,9 @@ def test_run_returns_dataframes(small_scenario):
     assert {"t_s", "backlog_packets", "backlog_bytes", "drops"} <= set(r.queue.columns)
     assert not r.invariant_violations
     s = r.summary
-    assert 0.5 < s["utilization"] <= 1.0
+    # Goodput over the window can exceed capacity by what was in flight or held
+    # for reassembly at the window's start (docs/metrics.md), a few kB here.
+    assert 0.5 < s["utilization"] <= 1.001
     assert 0.5 <= s["jain_index"] <= 1.0
 
 
