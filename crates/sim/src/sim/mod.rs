@@ -405,7 +405,7 @@ impl Simulation {
                             return;
                         }
                         let mut skb = std::mem::take(&mut f.skb);
-                        f.receiver.begin_batch();
+                        f.receiver.begin_batch(true);
                         for p in skb.drain(..) {
                             self.deliver(p);
                         }
@@ -480,7 +480,7 @@ impl Simulation {
                 return;
             }
             rx.take(&mut batch);
-            f.receiver.begin_batch();
+            f.receiver.begin_batch(false);
         }
         for pkt in batch.drain(..) {
             self.deliver(pkt);

@@ -90,6 +90,10 @@ pub struct TcpReceiver {
     /// backlog (`tcp_backlog_ack_defer`).
     batching: bool,
     ack_deferred: bool,
+    /// The batch is one skb (a super-packet a Linux router forwarded whole):
+    /// every ACK decision waits for its end, as Linux takes one per skb.
+    one_skb: bool,
+    deferred_ofo: bool,
 
     pub bytes_delivered: u64,
     pub duplicate_segments: u64,
@@ -146,6 +150,8 @@ impl TcpReceiver {
             last_rx_ns: 0,
             batching: false,
             ack_deferred: false,
+            one_skb: false,
+            deferred_ofo: false,
             bytes_delivered: 0,
             duplicate_segments: 0,
             ce_marks: 0,
@@ -274,17 +280,22 @@ impl TcpReceiver {
         self.ack_snd_check(now, ofo_possible, out);
     }
 
-    /// A batch of held packets begins (host/rx.rs).
-    pub fn begin_batch(&mut self) {
+    /// A batch of held packets begins (host/rx.rs), or with `one_skb` the
+    /// segments of one skb (GRO's or a Linux router's super-packet).
+    pub fn begin_batch(&mut self, one_skb: bool) {
         self.batching = true;
+        self.one_skb = one_skb;
     }
 
     /// The batch ends: a deferred ACK decision is taken once, for all of it
-    /// (Linux `tcp_release_cb` -> `tcp_ack_snd_check`).
+    /// (Linux `tcp_release_cb` -> `tcp_ack_snd_check`, or the one
+    /// `__tcp_ack_snd_check` of an skb).
     pub fn end_batch(&mut self, now: Time, out: &mut Vec<Packet>) {
         self.batching = false;
+        self.one_skb = false;
         if std::mem::take(&mut self.ack_deferred) {
-            self.ack_snd_check(now, true, out);
+            let ofo = std::mem::take(&mut self.deferred_ofo);
+            self.ack_snd_check(now, ofo || !self.ooo.is_empty(), out);
         }
     }
 
@@ -330,6 +341,11 @@ impl TcpReceiver {
     /// Linux `__tcp_ack_snd_check`.
     fn ack_snd_check(&mut self, now: Time, ofo_possible: bool, out: &mut Vec<Packet>) {
         if !self.ack_scheduled {
+            return;
+        }
+        if self.one_skb {
+            self.ack_deferred = true;
+            self.deferred_ofo |= ofo_possible;
             return;
         }
         let more_than_one_full_segment = self.rcv_nxt.wrapping_sub(self.rcv_wup) >= 2;
