@@ -78,6 +78,10 @@ VALIDATION_SETS: dict[str, ValidationSet] = {
         ("reno", "cubic", "bbr", "bic", "highspeed"), (100, 400, 1000), ((10, 40), (20, 60), (16, 162), (20, 20)), 30, 5, 5,
         ("10ms", "1bdp"),
     ),
+    "paper-rates": ValidationSet(
+        "2 flows of reno and cubic at 100 Mbps and 1 Gbps; +10/+40 ms and equal RTTs (20 ms); buffer 10 ms; 30 s, 3 repetitions",
+        ("reno", "cubic"), (100, 1000), ((10, 40), (20, 20)), 30, 5, 3, ("10ms",),
+    ),
     "paper-quick": ValidationSet(
         "2 flows of reno and cubic at 400 Mbps; +10/+40 ms and equal RTTs (20 ms); buffer 10 ms; 30 s, 3 repetitions",
         ("reno", "cubic"), (400,), ((10, 40), (20, 20)), 30, 5, 3, ("10ms",),
