@@ -174,7 +174,6 @@ def main() -> None:
         "linux": {"offloads": args.offloads == "on"},
     }
     with tempfile.TemporaryDirectory() as tmp:
-        print(tmp, flush=True)
         stop = threading.Event()
         procs: list = []
         files = {"s0": Path(tmp) / "s0.pcap", "r0": Path(tmp) / "r0.pcap"}
@@ -182,7 +181,7 @@ def main() -> None:
         for th in threads:
             th.start()
         try:
-            result = run_linux(scenario)
+            run_linux(scenario)
         finally:
             stop.set()
             for th in threads:
@@ -190,8 +189,10 @@ def main() -> None:
             for p in procs:
                 p.terminate()
                 p.wait()
-        for f in Path(tmp).glob("*.err"):
-            print(f.name, f.read_text()[-300:])
+        missing = [k for k, p in files.items() if not p.exists()]
+        if missing:
+            errors = {k: (files[k].with_suffix(".pcap.err").read_text()[-300:] if files[k].with_suffix(".pcap.err").exists() else "") for k in missing}
+            raise SystemExit(f"no capture on {', '.join(missing)}: {errors}")
         summary = analyse(files["s0"], files["r0"], 5201)
         summary["setup"] = {k: v for k, v in vars(args).items()}
         print(json.dumps(summary, indent=1))

@@ -63,22 +63,18 @@ fn batched_receivers_send_stretch_acks() {
 /// split into segments, acknowledged every second one.
 #[test]
 fn a_linux_router_forwards_super_packets_whole() {
-    let acks_per_segment = |burst: Option<u64>| {
+    let acks_per_segment = |bucket: Option<u64>| {
         let mut cfg = scenario(100, QueueLimit::Bytes(250_000), LossSpec::none(), vec![flow("cubic", 20)], 20, 5, 1);
         cfg.hosts = tso();
         cfg.network.router = ccarena_sim::config::RouterKind::Linux;
-        cfg.network.router_burst = burst;
+        cfg.network.router_burst = bucket;
         let r = run(cfg);
         let c = &r.flows[0].counters;
-        (c.acks_sent as f64 / c.segments_sent as f64, burst_of(&r))
+        (c.acks_sent as f64 / c.segments_sent as f64, burst(&r))
     };
     let (whole, b) = acks_per_segment(Some(100_000));
     let (split, _) = acks_per_segment(Some(3_028));
     eprintln!("ACKs per segment: {whole:.3} whole ({b:.1} segments per skb), {split:.3} split");
     assert!(whole < 0.2 && whole * b > 0.7 && whole * b < 1.5, "{whole} at {b} segments per skb");
     assert!((0.45..0.55).contains(&split), "{split}");
-}
-
-fn burst_of(r: &ccarena_sim::RunResult) -> f64 {
-    burst(r)
 }

@@ -74,6 +74,10 @@ pub struct NetworkConfig {
     pub router_burst: Option<u64>,
 }
 
+/// A full-size packet as tbf counts it: 1500-byte IP packet + 14-byte
+/// Ethernet header (the linux backend's `FRAME_BYTES`).
+const FRAME_BYTES: u64 = 1514;
+
 /// The kind of device at the bottleneck.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, Schema)]
 #[serde(rename_all = "snake_case")]
@@ -91,7 +95,7 @@ impl NetworkConfig {
     pub fn gso_burst(&self) -> Option<u64> {
         match self.router {
             RouterKind::Switch => None,
-            RouterKind::Linux => Some(self.router_burst.unwrap_or((2 * 1514u64).max(self.bottleneck_rate.0 / 8 / 1000))),
+            RouterKind::Linux => Some(self.router_burst.unwrap_or((2 * FRAME_BYTES).max(self.bottleneck_rate.0 / 8 / 1000))),
         }
     }
 }

@@ -405,15 +405,8 @@ impl Simulation {
                             return;
                         }
                         let mut skb = std::mem::take(&mut f.skb);
-                        f.receiver.begin_batch(true);
-                        for p in skb.drain(..) {
-                            self.deliver(p);
-                        }
-                        let f = &mut self.flows[pkt.flow as usize];
-                        f.receiver.end_batch(now, &mut self.out);
-                        f.skb = skb;
-                        self.flush_out(pkt.flow, true);
-                        self.sync_timers(pkt.flow);
+                        self.process_batch(pkt.flow, &mut skb, true);
+                        self.flows[pkt.flow as usize].skb = skb;
                         return;
                     }
                 }
@@ -480,14 +473,20 @@ impl Simulation {
                 return;
             }
             rx.take(&mut batch);
-            f.receiver.begin_batch(false);
         }
+        self.process_batch(flow, &mut batch, false);
+        self.batch = batch;
+    }
+
+    /// Hands `batch` (emptied) to the flow's receiver as one batch, or with
+    /// `one_skb` as the segments of one skb, and sends what it answers.
+    fn process_batch(&mut self, flow: u32, batch: &mut Vec<Packet>, one_skb: bool) {
+        let now = self.now;
+        self.flows[flow as usize].receiver.begin_batch(one_skb);
         for pkt in batch.drain(..) {
             self.deliver(pkt);
         }
-        self.batch = batch;
-        let f = &mut self.flows[flow as usize];
-        f.receiver.end_batch(now, &mut self.out);
+        self.flows[flow as usize].receiver.end_batch(now, &mut self.out);
         self.flush_out(flow, true);
         self.sync_timers(flow);
     }
