@@ -588,6 +588,33 @@ mod tests {
         assert!(a.iter().all(|a| a.ack == 0 && a.sack.n == 0));
     }
 
+    /// The segments of one skb (a super-packet forwarded whole) take one ACK
+    /// decision, in order or out of order (with its SACK block).
+    #[test]
+    fn one_skb_is_acknowledged_once() {
+        let mut r = established();
+        let mut out = vec![];
+        r.begin_batch(true);
+        for i in 0..10 {
+            r.on_data(Time::from_ms(50), &seg(i), &mut out);
+        }
+        assert!(out.is_empty());
+        r.end_batch(Time::from_ms(50), &mut out);
+        let a = acks(&out);
+        assert_eq!(a.len(), 1);
+        assert_eq!(a[0].ack, 10);
+        // An out-of-order skb (a hole at 10): one ACK with its SACK block.
+        out.clear();
+        r.begin_batch(true);
+        for i in 12..20 {
+            r.on_data(Time::from_ms(51), &seg(i), &mut out);
+        }
+        r.end_batch(Time::from_ms(51), &mut out);
+        let a = acks(&out);
+        assert_eq!(a.len(), 1);
+        assert_eq!((a[0].ack, a[0].sack.as_slice()[0]), (10, SeqRange::new(12, 20)));
+    }
+
     #[test]
     fn quickacks_then_every_second_segment() {
         let mut r = established();

@@ -349,3 +349,41 @@ impl TcpSender {
         self.sock.cwnd_stamp = self.sock.jiffies;
     }
 }
+
+#[cfg(test)]
+mod tso_scripts {
+    //! Packet scripts for segmentation offload in `write_xmit`.
+
+    use super::super::testing::*;
+
+    /// A 1 ms path with an initial window of 30: the goal is the whole 64 KB
+    /// (45 segments), each skb at most half of cwnd. An ACK opening the window
+    /// by 4 (less than a goal and than a third of cwnd) within 1 ms of the last
+    /// write, its oldest segment sent more than srtt/2 ago, is deferred; the
+    /// next one, opening it by 24, sends one skb of 21 (half of cwnd 42).
+    #[test]
+    fn super_packets_are_deferred_until_a_third_of_the_window_opens() {
+        let mut h = reno().rtt(1).cfg(|c| c.initial_cwnd = 30).tso().start();
+        expect_tx!(h, 0..30);
+        assert_eq!(h.s.counters.skbs_sent, 2, "two skbs of 15 (half of cwnd)");
+        h.at(2);
+        ack!(h, 2);
+        expect_tx!(h, none);
+        check!(h, cwnd = 32);
+        ack!(h, 12);
+        check!(h, cwnd = 42);
+        expect_tx!(h, 30..51);
+        assert_eq!(h.s.counters.skbs_sent, 3);
+    }
+
+    /// Without offload the same ACKs release segments at once.
+    #[test]
+    fn without_offload_every_opening_is_sent() {
+        let mut h = reno().rtt(1).cfg(|c| c.initial_cwnd = 30).start();
+        expect_tx!(h, 0..30);
+        h.at(2);
+        ack!(h, 2);
+        expect_tx!(h, 30..34);
+        assert_eq!(h.s.counters.skbs_sent, 34);
+    }
+}

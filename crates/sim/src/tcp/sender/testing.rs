@@ -58,6 +58,7 @@ pub struct Setup {
     cfg: TcpConfig,
     segments: Option<u32>,
     rtt_ms: u64,
+    tso: bool,
 }
 
 pub fn reno() -> Setup {
@@ -70,7 +71,7 @@ pub fn cubic() -> Setup {
 
 pub fn setup(cca: &str) -> Setup {
     let cca = make_cca(cca, &Default::default()).expect("a registered algorithm");
-    Setup { cca, cfg: TcpConfig::default(), segments: None, rtt_ms: 100 }
+    Setup { cca, cfg: TcpConfig::default(), segments: None, rtt_ms: 100, tso: false }
 }
 
 impl Setup {
@@ -83,6 +84,12 @@ impl Setup {
     /// A finite transfer of `n` full segments (default: unlimited data).
     pub fn segments(mut self, n: u32) -> Setup {
         self.segments = Some(n);
+        self
+    }
+
+    /// With segmentation offload (`[hosts] tso`; default off here).
+    pub fn tso(mut self) -> Setup {
+        self.tso = true;
         self
     }
 
@@ -106,6 +113,7 @@ impl Setup {
             una: 0,
             ts_recent: 0,
         };
+        h.s.tso = self.tso;
         h.s.connect(Time::ZERO, &mut h.out);
         let syn_ts = match h.out.pop().map(|p| p.payload) {
             Some(Payload::Syn { tsval }) => tsval,
