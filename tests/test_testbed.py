@@ -187,8 +187,10 @@ def test_a_two_flow_run_on_the_hosts_leaves_nothing_behind(testbed):
     mbps = [(f["counters"]["delivered_at_window_end"] - f["counters"]["delivered_at_window_start"]) * 8 / 4e6 for f in flows]
     assert all(m > 1 for m in mbps) and 25 < sum(mbps) < 55, mbps
     assert max(rec["flow_series"][0]["cwnd"]) > 0 and max(rec["queue_series"]["bytes_out"]) > 0
-    # The minimum RTT the sender saw is the flow's RTT, added on the receiver by the delay program.
-    assert 19_000 <= flows[0]["min_rtt_us"] <= 30_000 and 39_000 <= flows[1]["min_rtt_us"] <= 50_000
+    # The minimum RTT the sender saw is the flow's RTT, added on the receiver by the
+    # delay program, plus at most a full queue (1 BDP: 40 ms): the second flow may
+    # never see the queue the first one keeps filled (50.5 ms in one CI run).
+    assert 19_000 <= flows[0]["min_rtt_us"] <= 30_000 and 39_000 <= flows[1]["min_rtt_us"] <= 80_000
 
 
 @needs_hosts
