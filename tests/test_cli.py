@@ -1,4 +1,5 @@
 import json
+import shutil
 
 import pytest
 
@@ -74,6 +75,17 @@ def test_bench_json():
     r = json.loads(p.stdout)
     for key in ("wall_s", "sim_s_per_wall_s", "events_per_s", "packets_per_s"):
         assert r[key] > 0
+
+
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
+def test_bench_counts_the_engines_instructions(tmp_path):
+    sc = tmp_path / "small.toml"
+    sc.write_text('name = "small"\n[network]\nbottleneck_rate = "10Mbps"\nbuffer = "50KB"\n[[flows]]\ncca = "reno"\nrtt = "20ms"\n[run]\nduration = "2s"\n')
+    r = json.loads(cli("bench", "--json", "--repeat", "1", "--instructions", "--scenario", str(sc), check=True).stdout)
+    # Only the run loop is counted: a 2 s run of one flow at 10 Mbit/s is a few
+    # million instructions, far below the ~100 M an interpreter's start costs.
+    assert 1_000_000 < r["instructions"] < 50_000_000
+    assert r["instructions_per_packet"] == r["instructions"] / r["packets"]
 
 
 def test_list_ccas_says_which_backends_run_each_algorithm():
