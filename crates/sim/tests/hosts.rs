@@ -78,3 +78,27 @@ fn a_linux_router_forwards_super_packets_whole() {
     assert!(whole < 0.2 && whole * b > 0.7 && whole * b < 1.5, "{whole} at {b} segments per skb");
     assert!((0.45..0.55).contains(&split), "{split}");
 }
+
+/// A sender whose NIC is slower than the bottleneck (a testbed VM limited to
+/// 200 Mbit/s behind 400 Mbit/s): with TCP Small Queues (Linux's default) the
+/// window waits in the socket, so the RTT stays near the path's and the
+/// window stops growing once it is not the limit; without, the whole window
+/// queues in the host and the RTT grows without bound.
+#[test]
+fn small_queues_keep_a_slow_nic_from_queueing_the_window() {
+    let limited = |tsq: bool| {
+        let hosts = HostConfig { line_rate: Some(ccarena_sim::units::Rate(200_000_000)), tsq, ..HostConfig::default() };
+        one_flow(400, 50, QueueLimit::Bytes(2_000_000), hosts)
+    };
+    let (with, without) = (limited(true), limited(false));
+    let srtt = |r: &ccarena_sim::RunResult| r.flows[0].srtt_us as f64 / 1e3;
+    eprintln!(
+        "sRTT {:.1} ms with small queues, {:.1} ms without; goodput {:.1} / {:.1} Mbit/s",
+        srtt(&with), srtt(&without), goodput_bps(&with, 0) / 1e6, goodput_bps(&without, 0) / 1e6
+    );
+    assert!(srtt(&with) < 60.0, "{}", srtt(&with));
+    assert!(srtt(&without) > 200.0, "{}", srtt(&without));
+    // Both fill the NIC.
+    assert!(goodput_bps(&with, 0) > 180e6 && goodput_bps(&without, 0) > 180e6);
+    assert_eq!(with.flows[0].counters.retransmissions, 0);
+}

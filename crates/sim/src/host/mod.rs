@@ -3,12 +3,15 @@
 //! sized by `tcp_tso_autosize`, sends deferred to build them, pacing per
 //! super-packet; see `tso`), and the receiver's batched processing (packets
 //! held while the host is busy are processed together and acknowledged
-//! together, as NAPI polls, GRO and the socket backlog do; see `rx`). The
+//! together, as NAPI polls, GRO and the socket backlog do; see `rx`), and
+//! TCP Small Queues (a sender keeps only about two skbs in its NIC; see
+//! `tsq`). The
 //! `[hosts]` table switches each mechanism; with all of them off the hosts
 //! are the engine's former clockwork ones, bit for bit.
 
 pub mod rx;
 pub mod tso;
+pub mod tsq;
 
 use crate::config::Schema;
 use crate::dist::Dist;
@@ -44,6 +47,13 @@ pub struct HostConfig {
     #[serde(default)]
     #[schema(positive)]
     pub line_rate: Option<Rate>,
+    /// TCP Small Queues at the senders: a socket keeps at most about two
+    /// skbs (or ~1 ms at its pacing rate) in its host's NIC queue and waits
+    /// for the NIC to finish one before sending more (Linux
+    /// `tcp_small_queue_check`; always on in Linux). Off: the NIC queue is
+    /// unbounded and a window larger than the NIC can carry queues in it.
+    #[serde(default = "yes")]
+    pub tsq: bool,
 }
 
 fn yes() -> bool {
@@ -57,13 +67,13 @@ fn default_rx_hold() -> Dist {
 
 impl Default for HostConfig {
     fn default() -> Self {
-        HostConfig { tso: true, rx_batching: false, rx_hold: default_rx_hold(), line_rate: None }
+        HostConfig { tso: true, rx_batching: false, rx_hold: default_rx_hold(), line_rate: None, tsq: true }
     }
 }
 
 impl HostConfig {
-    /// The former clockwork hosts: no offload, no batching.
+    /// The former clockwork hosts: no offload, no batching, no small queues.
     pub fn clockwork() -> Self {
-        HostConfig { tso: false, rx_batching: false, rx_hold: default_rx_hold(), line_rate: None }
+        HostConfig { tso: false, rx_batching: false, rx_hold: default_rx_hold(), line_rate: None, tsq: false }
     }
 }

@@ -132,6 +132,7 @@ fn endpoints(
     let mut sender = TcpSender::new(id, tcp, cc, size);
     sender.sock.flow_seed = flow_seed;
     sender.tso = hosts.tso && !per_packet;
+    sender.tsq = hosts.tsq.then(Default::default);
     (sender, TcpReceiver::new(id, &rcv_tcp, size))
 }
 

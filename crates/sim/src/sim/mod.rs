@@ -250,6 +250,9 @@ impl Simulation {
                         self.events.schedule(t, Event::PipeHead(p));
                     }
                     self.forward(pkt);
+                    if pkt.hop == 0 && !pkt.reverse && pkt.flow < UDP_BASE {
+                        self.nic_tx_done(&pkt);
+                    }
                 }
             }
             Event::LineHead(l) => {
@@ -432,6 +435,21 @@ impl Simulation {
                 u.received_packets += 1;
                 u.received_bytes += pkt.wire_bytes as u64;
             }
+        }
+    }
+
+    /// A data segment left its sender's NIC (the access link, the first hop of
+    /// every data route): TCP Small Queues may let the sender write again.
+    fn nic_tx_done(&mut self, pkt: &Packet) {
+        let Payload::Data(d) = &pkt.payload else { return };
+        let f = &mut self.flows[pkt.flow as usize];
+        if pkt.epoch != f.epoch || f.sender.tsq.is_none() {
+            return;
+        }
+        let last = d.gso.segs <= 1 || d.gso.index + 1 == d.gso.segs;
+        if f.sender.nic_tx_done(self.now, d.payload, last, &mut self.out) {
+            self.flush_out(pkt.flow, false);
+            self.sync_timers(pkt.flow);
         }
     }
 

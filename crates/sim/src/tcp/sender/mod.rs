@@ -35,6 +35,7 @@ use crate::cc::{
     CA_ACK_SLOWPATH, CA_ACK_WIN_UPDATE,
 };
 use crate::event::TimerKind;
+use crate::host::tsq::SmallQueues;
 use crate::packet::{AckSegment, Packet, Payload, SeqRange, SYN_BYTES};
 use crate::records::FlowCounters;
 use crate::units::{jiffies_at, jiffies_to_usecs, Dur, Time};
@@ -183,6 +184,10 @@ pub struct TcpSender {
     pub(crate) tso: bool,
     last_write_ns: u64,
     skb_bytes: Option<u64>,
+    // TCP Small Queues (host/tsq.rs), when on; the first sequence number of
+    // the newest skb of new data (is the retransmit queue a single skb?).
+    pub(crate) tsq: Option<SmallQueues>,
+    last_skb_seq: u32,
 
     // ECN.
     ecn_ok: bool,
@@ -254,6 +259,8 @@ impl TcpSender {
             tso: false,
             last_write_ns: 0,
             skb_bytes: None,
+            tsq: None,
+            last_skb_seq: 0,
             ecn_ok: false,
             queue_cwr: false,
             counters: FlowCounters { start_ns: u64::MAX, ..Default::default() },
@@ -479,6 +486,24 @@ impl TcpSender {
             }
             _ => {}
         }
+    }
+
+    /// The host's NIC finished sending a data segment of `payload` bytes of
+    /// this flow; `last` if it ends its skb, which is then freed. Linux's
+    /// `tcp_wfree`: a socket throttled by TCP Small Queues writes again
+    /// (`tcp_tsq_write`: lost segments first, then new data). Returns true
+    /// if it did.
+    pub fn nic_tx_done(&mut self, now: Time, payload: u32, last: bool, out: &mut Vec<Packet>) -> bool {
+        let Some(q) = &mut self.tsq else { return false };
+        if !q.tx_done(payload as u64, last) || self.state != ConnState::Established {
+            return false;
+        }
+        self.tick(now);
+        if self.sock.lost_out > self.sock.retrans_out && self.sock.cwnd > self.in_flight() {
+            self.xmit_retransmit_queue(out);
+        }
+        self.write_xmit(out, PushMode::Normal);
+        true
     }
 
     pub fn on_timer(&mut self, now: Time, kind: TimerKind, out: &mut Vec<Packet>) {

@@ -16,7 +16,7 @@ use super::timer::XmitTimer;
 use super::{ConnState, Rexmit, TcpSender};
 use crate::cc::{CaEvent, CaState, PacingStatus};
 use crate::packet::{DataSegment, Gso, Packet, Payload};
-use crate::host::tso;
+use crate::host::{tso, tsq};
 use crate::units::{Time, NS_PER_SEC};
 
 /// How `write_xmit` pushes new data.
@@ -61,6 +61,9 @@ impl TcpSender {
                 break;
             }
             let Some(seq) = self.board.next_retransmit() else { break };
+            if self.small_queue_check(self.cfg.mss as u64, 1) {
+                break;
+            }
             self.retransmit_one(seq, out);
             if self.in_cwnd_reduction() {
                 self.rec.prr_out += 1;
@@ -142,7 +145,12 @@ impl TcpSender {
         // not its wire size; a super-packet's segments are paced as one skb.
         match &mut self.skb_bytes {
             Some(bytes) => *bytes += payload as u64,
-            None => self.pacing_after_send(payload as u64),
+            None => {
+                if let Some(q) = &mut self.tsq {
+                    q.sent(payload as u64);
+                }
+                self.pacing_after_send(payload as u64)
+            }
         }
         self.last_write_ns = self.last_write_ns.max(self.sock.now.0);
         out.push(pkt);
@@ -216,6 +224,10 @@ impl TcpSender {
                 break;
             }
             if max_segs <= 1 {
+                if self.small_queue_check(self.cfg.mss as u64, 0) {
+                    break;
+                }
+                self.last_skb_seq = self.sock.snd_nxt;
                 self.transmit_new(out);
                 sent += 1;
                 if mode == PushMode::Probe {
@@ -237,6 +249,10 @@ impl TcpSender {
                 .max(1)
                 .min(u32::MAX as u64) as u32;
             let n = cwnd_quota.min(max_segs).min(rwnd_room).min(data_left).min(sndbuf_room).max(1);
+            if self.small_queue_check(n as u64 * self.cfg.mss as u64, 0) {
+                break;
+            }
+            self.last_skb_seq = self.sock.snd_nxt;
             self.skb_bytes = Some(0);
             self.counters.skbs_sent += 1;
             for i in 0..n {
@@ -246,6 +262,9 @@ impl TcpSender {
                 }
             }
             let bytes = self.skb_bytes.take().unwrap_or(0);
+            if let Some(q) = &mut self.tsq {
+                q.sent(bytes);
+            }
             self.pacing_after_send(bytes);
             sent += n;
         }
@@ -262,6 +281,22 @@ impl TcpSender {
             self.cwnd_validate(is_cwnd_limited);
         }
         sent
+    }
+
+    /// Linux `tcp_small_queue_check` (host/tsq.rs) for an skb of `skb_bytes`
+    /// payload; `factor` 1 for retransmissions. True: the skb waits until the
+    /// host frees one of this socket's skbs.
+    fn small_queue_check(&mut self, skb_bytes: u64, factor: u32) -> bool {
+        let Some(q) = &mut self.tsq else { return false };
+        let tp = &self.sock;
+        q.check(&tsq::CheckInput {
+            skb_bytes,
+            pacing_rate: tp.pacing_rate,
+            pacing_shift: tp.pacing_shift,
+            paced: tp.pacing_status != PacingStatus::None,
+            factor,
+            rtx_queue_single: tp.packets_out == 0 || !seq_before(tp.snd_una, self.last_skb_seq),
+        })
     }
 
     /// Linux `tcp_tso_segs` for this flow now.
