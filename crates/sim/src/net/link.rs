@@ -3,6 +3,12 @@
 //! `netem loss` drops at enqueue). The transmitter is event driven: one event per
 //! packet when its transmission completes, which is what lets the rate change
 //! mid-run and AQMs act at dequeue.
+//!
+//! A Linux router (`set_gso_burst`) is a token bucket in front of a veth, as
+//! `tbf` is: a super-packet it queued whole leaves whole, when the tokens for
+//! all of it have come (the instant its last segment would have finished on a
+//! wire of the link's rate), and until then it counts in the queue's backlog.
+//! One event moves the whole skb.
 
 use super::queue::{Enqueued, QdiscStats, QueueDisc};
 use crate::packet::{Packet, Payload};
@@ -72,6 +78,8 @@ pub struct Link {
     skbs: Vec<Option<SkbDecision>>,
     qdisc: Box<dyn QueueDisc>,
     in_service: Option<Packet>,
+    /// The other segments of a super-packet in service whole.
+    in_service_rest: Vec<Packet>,
     loss: LossProcess,
     pub stats: LinkStats,
     scratch_drops: Vec<Packet>,
@@ -91,6 +99,7 @@ impl Link {
             skbs: Vec::new(),
             qdisc,
             in_service: None,
+            in_service_rest: Vec::new(),
             loss: LossProcess::new(loss, loss_rng),
             stats: LinkStats::default(),
             scratch_drops: Vec::new(),
@@ -190,15 +199,18 @@ impl Link {
                 return Err(pkt);
             }
             Some(Verdict::Admit) => {
+                let mut last = true;
                 if let Payload::Data(d) = &mut pkt.payload {
                     d.gso.whole = true;
+                    last = d.gso.index + 1 == d.gso.segs;
                 }
-                let idle = self.in_service.is_none() && self.qdisc.backlog_packets() == 0;
                 match self.qdisc.enqueue_admitted(now, pkt) {
                     Enqueued::Accepted => {}
                     _ => unreachable!("a queue that admits super-packets whole takes their segments"),
                 }
-                return Ok(if idle { self.start_next(now) } else { None });
+                // The skb's segments arrive together (the host's link hands
+                // it over whole): service starts once all are queued.
+                return Ok(if last && self.in_service.is_none() { self.start_next(now) } else { None });
             }
             None => {}
         }
@@ -253,23 +265,49 @@ impl Link {
             self.stats.count_drop(p, false);
         }
         let pkt = next?;
+        let mut bytes = pkt.wire_bytes as u64;
+        if self.gso_burst.is_some() && self.trace.is_none() {
+            // tbf releases an skb queued whole at once: take the rest of it.
+            if matches!(pkt.payload, Payload::Data(d) if d.gso.whole) {
+                let mut prev = pkt;
+                while let Some(&next) = self.qdisc.head() {
+                    if !crate::net::pipe::continues_skb(&prev, &next) {
+                        break;
+                    }
+                    self.qdisc.dequeue(now, &mut self.scratch_drops);
+                    bytes += next.wire_bytes as u64;
+                    self.in_service_rest.push(next);
+                    prev = next;
+                }
+            }
+            self.qdisc.hold(bytes, 1 + self.in_service_rest.len() as u32);
+        }
         let done = match &mut self.trace {
             Some(trace) => trace.finish_time(now, pkt.wire_bytes),
-            None => now + self.rate.tx_time(pkt.wire_bytes as u64),
+            None => now + self.rate.tx_time(bytes),
         };
         self.in_service = Some(pkt);
         Some(done)
     }
 
-    /// The packet in service has been transmitted. Returns it, and the completion
-    /// time of the next packet if one starts. Dropped packets of the discipline
-    /// are discarded (and counted).
-    pub fn complete(&mut self, now: Time) -> (Packet, Option<Time>) {
+    /// The packet in service (or the super-packet, whole) has been
+    /// transmitted: appends it to `out` and returns the completion time of the
+    /// next one if one starts. Dropped packets of the discipline are discarded
+    /// (and counted).
+    pub fn complete(&mut self, now: Time, out: &mut Vec<Packet>) -> Option<Time> {
         let pkt = self.in_service.take().expect("completion without a packet in service");
         self.stats.departures += 1;
         self.stats.bytes_out += pkt.wire_bytes as u64;
-        let next = self.start_next(now);
-        (pkt, next)
+        out.push(pkt);
+        for p in self.in_service_rest.drain(..) {
+            self.stats.departures += 1;
+            self.stats.bytes_out += p.wire_bytes as u64;
+            out.push(p);
+        }
+        if self.gso_burst.is_some() {
+            self.qdisc.hold(0, 0);
+        }
+        self.start_next(now)
     }
 
     pub fn backlog_packets(&self) -> u32 {
@@ -291,6 +329,7 @@ impl Link {
         if let Some(p) = self.in_service {
             v.push(p);
         }
+        v.extend_from_slice(&self.in_service_rest);
         v
     }
 }
@@ -316,14 +355,49 @@ mod tests {
         assert_eq!(l.arrive(Time(0), seg(0)), Ok(Some(Time(30_000))));
         assert_eq!(l.arrive(Time(1), seg(1)), Ok(None));
         assert!(l.arrive(Time(2), seg(2)).is_err());
-        let (p, next) = l.complete(Time(30_000));
-        assert_eq!(p, seg(0));
+        let mut out = vec![];
+        let next = l.complete(Time(30_000), &mut out);
+        assert_eq!(out, vec![seg(0)]);
         assert_eq!(next, Some(Time(60_000)));
-        let (p, next) = l.complete(Time(60_000));
-        assert_eq!(p, seg(1));
+        out.clear();
+        let next = l.complete(Time(60_000), &mut out);
+        assert_eq!(out, vec![seg(1)]);
         assert_eq!(next, None);
         assert_eq!(l.stats.drops_queue, 1);
         assert_eq!(l.stats.flow_drops, vec![1]);
+    }
+
+    #[test]
+    fn a_linux_router_releases_a_super_packet_whole_and_counts_it_until_then() {
+        use crate::packet::Gso;
+        let skb_seg = |i: u16| {
+            let mut p = seg(100 + i as u32);
+            if let Payload::Data(d) = &mut p.payload {
+                d.gso = Gso { segs: 3, index: i, whole: false };
+            }
+            p
+        };
+        let mut l = Link::new(
+            Rate::from_mbps(400),
+            Box::new(DropTail::new(QueueLimit::Bytes(6_000))),
+            &LossSpec::none(),
+            Rng::stream(1, "loss"),
+        );
+        l.set_gso_burst(50_000);
+        // Its segments arrive together; service starts with the last.
+        assert_eq!(l.arrive(Time(0), skb_seg(0)), Ok(None));
+        assert_eq!(l.arrive(Time(0), skb_seg(1)), Ok(None));
+        assert_eq!(l.arrive(Time(0), skb_seg(2)), Ok(Some(Time(90_000))));
+        // tbf keeps it in the child qdisc until released: 4,500 of 6,000 bytes.
+        assert_eq!(l.backlog_bytes(), 4_500);
+        assert!(l.arrive(Time(1), seg(7)).is_ok());
+        assert!(l.arrive(Time(2), seg(8)).is_err(), "the held skb counts against the limit");
+        let mut out = vec![];
+        assert_eq!(l.complete(Time(90_000), &mut out), Some(Time(120_000)));
+        assert_eq!(out.len(), 3);
+        assert!(out.iter().all(|p| matches!(p.payload, Payload::Data(d) if d.gso.whole)));
+        assert_eq!(l.backlog_bytes(), 1_500);
+        assert_eq!(l.stats.departures, 3);
     }
 
     #[test]

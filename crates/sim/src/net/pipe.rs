@@ -4,8 +4,13 @@
 //! bottleneck). Because departures are in arrival order and the delay is fixed,
 //! arrival times at the far end are monotonic; the pipe keeps its packets in a
 //! deque and needs only one scheduled event, for its head.
+//!
+//! A host's link to a Linux router hands over super-packets whole
+//! (`set_whole_skbs`): the segments of one skb are serialised back to back and
+//! all reach the far end when the last has, as one skb crosses a veth or is
+//! reassembled by the router's GRO; the simulation then moves them in one event.
 
-use crate::packet::Packet;
+use crate::packet::{Packet, Payload};
 use crate::units::{Dur, Rate, Time};
 use std::collections::VecDeque;
 
@@ -14,11 +19,35 @@ pub struct Pipe {
     delay: Dur,
     busy_until: Time,
     in_flight: VecDeque<(Time, Packet)>,
+    /// Super-packets arrive whole; `staged` holds the first segments of one
+    /// until its last is serialised.
+    whole_skbs: bool,
+    staged: Vec<Packet>,
+}
+
+/// Whether `next` is the segment after `prev` in one super-packet.
+pub fn continues_skb(prev: &Packet, next: &Packet) -> bool {
+    match (&prev.payload, &next.payload) {
+        (Payload::Data(a), Payload::Data(b)) => {
+            prev.flow == next.flow
+                && prev.epoch == next.epoch
+                && a.gso.segs > 1
+                && b.gso.segs == a.gso.segs
+                && b.gso.index == a.gso.index + 1
+                && b.seq == a.seq.wrapping_add(1)
+        }
+        _ => false,
+    }
 }
 
 impl Pipe {
     pub fn new(rate: Option<Rate>, delay: Dur) -> Pipe {
-        Pipe { rate, delay, busy_until: Time::ZERO, in_flight: VecDeque::new() }
+        Pipe { rate, delay, busy_until: Time::ZERO, in_flight: VecDeque::new(), whole_skbs: false, staged: Vec::new() }
+    }
+
+    /// Deliver each super-packet whole, when its last segment is through.
+    pub fn set_whole_skbs(&mut self) {
+        self.whole_skbs = true;
     }
 
     pub fn delay(&self) -> Dur {
@@ -40,12 +69,23 @@ impl Pipe {
             }
             None => now,
         };
+        if self.whole_skbs {
+            if let Payload::Data(d) = &pkt.payload {
+                if d.gso.segs > 1 && d.gso.index + 1 < d.gso.segs {
+                    self.staged.push(pkt);
+                    return None;
+                }
+            }
+        }
         // A delay that shrank (path change) must not reorder: keep arrivals monotonic.
         let mut arrival = sent + self.delay;
         if let Some(&(last, _)) = self.in_flight.back() {
             arrival = arrival.max(last);
         }
         let was_empty = self.in_flight.is_empty();
+        for p in self.staged.drain(..) {
+            self.in_flight.push_back((arrival, p));
+        }
         self.in_flight.push_back((arrival, pkt));
         if was_empty {
             Some(arrival)
@@ -61,21 +101,30 @@ impl Pipe {
         Some((pkt, self.in_flight.front().map(|&(t, _)| t)))
     }
 
+    /// The head packet, if it arrives at `now` and is the segment after
+    /// `prev` in one super-packet (the rest of an skb that arrived whole).
+    pub fn pop_continuation(&mut self, now: Time, prev: &Packet) -> Option<Packet> {
+        match self.in_flight.front() {
+            Some((t, p)) if *t == now && continues_skb(prev, p) => self.in_flight.pop_front().map(|(_, p)| p),
+            _ => None,
+        }
+    }
+
     pub fn head_time(&self) -> Option<Time> {
         self.in_flight.front().map(|&(t, _)| t)
     }
 
     pub fn len(&self) -> usize {
-        self.in_flight.len()
+        self.in_flight.len() + self.staged.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.in_flight.is_empty()
+        self.in_flight.is_empty() && self.staged.is_empty()
     }
 
     /// Packets inside the pipe (for end-of-run accounting).
     pub fn packets(&self) -> impl Iterator<Item = &Packet> {
-        self.in_flight.iter().map(|(_, p)| p)
+        self.in_flight.iter().map(|(_, p)| p).chain(self.staged.iter())
     }
 }
 
@@ -97,6 +146,32 @@ mod tests {
         let (a, next) = p.pop().unwrap();
         assert_eq!(a, ack(1));
         assert_eq!(next, Some(Time::from_ms(12)));
+    }
+
+    #[test]
+    fn whole_super_packets_arrive_with_their_last_segment() {
+        use crate::packet::{DataSegment, Gso};
+        let seg = |i: u16| {
+            let gso = Gso { segs: 3, index: i, whole: false };
+            Packet::data(0, DataSegment { seq: 10 + i as u32, payload: 1448, tsval: 0, retransmission: false, ce: false, ect: false, cwr: false, gso })
+        };
+        // 1500 bytes at 1.2 Gbit/s: 10 us each; 100 us of delay.
+        let mut p = Pipe::new(Some(Rate(1_200_000_000)), Dur::from_us(100));
+        p.set_whole_skbs();
+        assert_eq!(p.push(Time::ZERO, seg(0)), None);
+        assert_eq!(p.push(Time::ZERO, seg(1)), None);
+        assert_eq!(p.len(), 2);
+        let t = Time(130_000);
+        assert_eq!(p.push(Time::ZERO, seg(2)), Some(t));
+        let (first, next) = p.pop().unwrap();
+        assert_eq!((first, next), (seg(0), Some(t)));
+        let second = p.pop_continuation(t, &first).unwrap();
+        assert_eq!(second, seg(1));
+        assert_eq!(p.pop_continuation(t, &second), Some(seg(2)));
+        assert!(p.is_empty());
+        // Without the setting each segment arrives when it is serialised.
+        let mut q = Pipe::new(Some(Rate(1_200_000_000)), Dur::from_us(100));
+        assert_eq!(q.push(Time::ZERO, seg(0)), Some(Time(110_000)));
     }
 
     #[test]

@@ -2,7 +2,9 @@
 //! whether a packet is kept, and at dequeue which packet goes next (and may drop
 //! or mark there, as AQMs do). The link owns the transmitter; the discipline only
 //! holds waiting packets, so its backlog excludes the packet being transmitted,
-//! as Linux qdisc backlogs do.
+//! as a switch's or a NIC qdisc's does. Behind a Linux router's token bucket
+//! (tbf) the packet or skb waiting for its tokens still counts, and the link
+//! tells the discipline so (`QueueDisc::hold`).
 
 use crate::packet::Packet;
 use crate::units::Time;
@@ -51,6 +53,16 @@ pub trait QueueDisc: Send {
     fn enqueue_admitted(&mut self, now: Time, pkt: Packet) -> Enqueued {
         self.enqueue(now, pkt)
     }
+    /// The packet `dequeue` would return next, for disciplines that take
+    /// super-packets whole (the link takes the rest of one with its head).
+    fn head(&self) -> Option<&Packet> {
+        None
+    }
+    /// The link's token bucket holds `bytes` in `packets` it has dequeued but
+    /// not yet released (Linux tbf keeps its head skb in the child qdisc until
+    /// the tokens suffice): a discipline that takes super-packets whole counts
+    /// them in its backlog and limit until `hold(0, 0)`.
+    fn hold(&mut self, _bytes: u64, _packets: u32) {}
     /// Moves the packets dropped by the last `enqueue` that returned
     /// `Enqueued::Overflowed` into `out`.
     fn take_drops(&mut self, _out: &mut Vec<Packet>) {}
@@ -171,23 +183,41 @@ impl Fifo {
     pub fn packets(&self) -> Vec<Packet> {
         self.queue.iter().map(|(_, p)| *p).collect()
     }
+
+    /// The oldest packet.
+    #[inline]
+    pub fn front(&self) -> Option<&Packet> {
+        self.queue.front().map(|(_, p)| p)
+    }
 }
 
 /// First-in first-out with tail drop when the limit would be exceeded.
 pub struct DropTail {
     limit: QueueLimit,
     fifo: Fifo,
+    /// Held by a Linux router's token bucket (`QueueDisc::hold`): bytes, packets.
+    held: (u64, u32),
 }
 
 impl DropTail {
     pub fn new(limit: QueueLimit) -> DropTail {
-        DropTail { limit, fifo: Fifo::default() }
+        DropTail { limit, fifo: Fifo::default(), held: (0, 0) }
+    }
+
+    /// Whether `bytes` in `packets` more stay within the limit.
+    #[inline]
+    fn room_for(&self, bytes: u64, packets: u32) -> bool {
+        match self.limit {
+            QueueLimit::Bytes(b) => self.fifo.bytes() + self.held.0 + bytes <= b,
+            QueueLimit::Packets(n) => self.fifo.len() as u64 + self.held.1 as u64 + packets as u64 <= n as u64,
+        }
     }
 }
 
 impl QueueDisc for DropTail {
     fn enqueue(&mut self, now: Time, pkt: Packet) -> Enqueued {
-        if self.fifo.fits(self.limit, &pkt) {
+        let fits = if self.held == (0, 0) { self.fifo.fits(self.limit, &pkt) } else { self.room_for(pkt.wire_bytes as u64, 1) };
+        if fits {
             self.fifo.push(now, pkt);
             Enqueued::Accepted
         } else {
@@ -200,11 +230,11 @@ impl QueueDisc for DropTail {
     }
 
     fn backlog_packets(&self) -> u32 {
-        self.fifo.len()
+        self.fifo.len() + self.held.1
     }
 
     fn backlog_bytes(&self) -> u64 {
-        self.fifo.bytes()
+        self.fifo.bytes() + self.held.0
     }
 
     fn waiting(&self) -> Vec<Packet> {
@@ -212,12 +242,17 @@ impl QueueDisc for DropTail {
     }
 
     fn fits_whole(&self, bytes: u64, segs: u32) -> Option<bool> {
-        Some(match self.limit {
-            QueueLimit::Bytes(b) => self.fifo.bytes() + bytes <= b,
-            // pfifo counts skbs; segments are counted here, so a packet limit
-            // of segments keeps meaning segments.
-            QueueLimit::Packets(n) => self.fifo.len() as u64 + segs as u64 <= n as u64,
-        })
+        // pfifo counts skbs; segments are counted here, so a packet limit of
+        // segments keeps meaning segments.
+        Some(self.room_for(bytes, segs))
+    }
+
+    fn head(&self) -> Option<&Packet> {
+        self.fifo.front()
+    }
+
+    fn hold(&mut self, bytes: u64, packets: u32) {
+        self.held = (bytes, packets);
     }
 
     fn enqueue_admitted(&mut self, now: Time, pkt: Packet) -> Enqueued {

@@ -30,6 +30,8 @@ use crate::units::{Dur, Rate, Time};
 /// The legs of the network as they are created.
 struct Topology {
     access: Rate,
+    /// The bottlenecks are Linux routers: hosts hand them super-packets whole.
+    whole_skbs: bool,
     reverse_bottleneck: bool,
     pipes: Vec<Pipe>,
     lines: Vec<DelayLine>,
@@ -65,9 +67,18 @@ impl Topology {
         }
     }
 
+    /// A sender host's link to the bottleneck.
+    fn access_pipe(&mut self) -> u32 {
+        let id = self.pipe(Some(self.access), Dur::ZERO);
+        if self.whole_skbs {
+            self.pipes[id as usize].set_whole_skbs();
+        }
+        id
+    }
+
     /// Sender host -> bottleneck of `dir` -> propagation -> `end`.
     fn data_route(&mut self, dir: Direction, delay: Dur, jitter: Option<(JitterConfig, Rng)>, end: Hop) -> Vec<Hop> {
-        let access = self.pipe(Some(self.access), Dur::ZERO);
+        let access = self.access_pipe();
         let link = dir.data_link();
         vec![Hop::Pipe(access), Hop::Link(link), self.leg(link, delay, jitter), end]
     }
@@ -93,7 +104,7 @@ impl Topology {
     /// access link as in `ack_route`; without a reverse bottleneck the line
     /// is all of their way back.
     fn web_routes(&mut self, dir: Direction) -> WebRoutes {
-        let access = self.pipe(Some(self.access), Dur::ZERO);
+        let access = self.access_pipe();
         let link = dir.data_link();
         let line = self.line(None, link);
         let data = route(&[Hop::Pipe(access), Hop::Link(link), Hop::Line { line, delay: Dur::ZERO }, Hop::Receiver]);
@@ -169,6 +180,7 @@ impl Simulation {
         let warmup = Time(cfg.run.warmup.0);
         let mut topo = Topology {
             access: cfg.hosts.line_rate.or(net.access_rate).unwrap_or(Rate(net.bottleneck_rate.0.saturating_mul(10))),
+            whole_skbs: net.gso_burst().is_some(),
             reverse_bottleneck: cfg.has_reverse_traffic(),
             pipes: Vec::new(),
             lines: Vec::new(),
@@ -327,6 +339,8 @@ impl Simulation {
             queue_series: vec![QueueSeries::default(); n_links],
             out: Vec::with_capacity(64),
             batch: Vec::new(),
+            link_out: Vec::new(),
+            pipe_out: Vec::new(),
             window_bytes_start: vec![0; n_links],
             window_capacity_start: vec![0; n_links],
             last_sample_capacity: vec![0; n_links],

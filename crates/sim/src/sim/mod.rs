@@ -198,6 +198,9 @@ pub struct Simulation {
     out: Vec<Packet>,
     /// A receiver's batch being processed (reused buffer).
     batch: Vec<Packet>,
+    /// What a link or a pipe hands on in one event (reused buffers).
+    link_out: Vec<Packet>,
+    pipe_out: Vec<Packet>,
     window_bytes_start: Vec<u64>,
     window_capacity_start: Vec<u64>,
     last_sample_capacity: Vec<u64>,
@@ -246,6 +249,12 @@ impl Simulation {
         match ev {
             Event::PipeHead(p) => {
                 if let Some((pkt, next)) = self.pipes[p as usize].pop() {
+                    if next == Some(now) {
+                        if let Some(second) = self.pipes[p as usize].pop_continuation(now, &pkt) {
+                            self.forward_skb(p, pkt, second);
+                            return;
+                        }
+                    }
                     if let Some(t) = next {
                         self.events.schedule(t, Event::PipeHead(p));
                     }
@@ -265,14 +274,18 @@ impl Simulation {
                 }
             }
             Event::LinkDone(l) => {
-                let (pkt, next) = self.links[l as usize].complete(now);
+                let mut done = std::mem::take(&mut self.link_out);
+                let next = self.links[l as usize].complete(now, &mut done);
                 if let Some(t) = next {
                     self.events.schedule(t, Event::LinkDone(l));
                 }
-                if pkt.is_data() {
-                    self.data_packets_forwarded += 1;
+                for pkt in done.drain(..) {
+                    if pkt.is_data() {
+                        self.data_packets_forwarded += 1;
+                    }
+                    self.forward(pkt);
                 }
-                self.forward(pkt);
+                self.link_out = done;
             }
             Event::Timer { flow, kind } => {
                 let f = &mut self.flows[flow as usize];
@@ -436,6 +449,28 @@ impl Simulation {
                 u.received_bytes += pkt.wire_bytes as u64;
             }
         }
+    }
+
+    /// The segments of one super-packet that arrive together at the end of
+    /// pipe `p` (`first`, `second` and the rest of it), forwarded in one event.
+    fn forward_skb(&mut self, p: u32, first: Packet, second: Packet) {
+        let now = self.now;
+        let mut skb = std::mem::take(&mut self.pipe_out);
+        skb.push(first);
+        skb.push(second);
+        while let Some(next) = self.pipes[p as usize].pop_continuation(now, skb.last().expect("non-empty")) {
+            skb.push(next);
+        }
+        if let Some(t) = self.pipes[p as usize].head_time() {
+            self.events.schedule(t, Event::PipeHead(p));
+        }
+        for pkt in skb.drain(..) {
+            self.forward(pkt);
+            if pkt.hop == 0 && !pkt.reverse && pkt.flow < UDP_BASE {
+                self.nic_tx_done(&pkt);
+            }
+        }
+        self.pipe_out = skb;
     }
 
     /// A data segment left its sender's NIC (the access link, the first hop of
