@@ -303,6 +303,19 @@ def test_validate_ci_set(tmp_path):
     assert (d / "table.md").exists() and (d / "runs" / "reno-50M-40v40ms" / "linux-seed1" / "record.json.gz").exists()
 
 
+@needs_linux
+def test_validate_applies_overrides_to_both_backends(tmp_path):
+    # Offloads off on both sides: one segment per skb on the kernel (ethtool
+    # off) and in the simulator (hosts.tso), and the table says so.
+    p = cli("validate", "--suite", "ci", "--duration", "4", "--set", "hosts.tso=false", "--out", str(tmp_path), check=True)
+    (d,) = list(tmp_path.iterdir())
+    table = json.loads((d / "table.json").read_text())
+    for r in table:
+        if r["metric"] == "seg_per_skb":
+            assert r["sim"] == 1.0 and r["kernel"] < 1.2, r
+    assert "`hosts.tso=False`" in (d / "table.md").read_text()
+
+
 def test_validate_rejects_unknown_set():
     p = cli("validate", "--suite", "nonesuch")
     assert p.returncode == 2 and "allowed: default" in p.stderr and "Traceback" not in p.stderr

@@ -902,7 +902,9 @@ def cleanup(
 @app.command()
 def validate(
     suite: str = typer.Option("default", "--suite", "-s", help="Validation suite: default, quick or ci."),
-    old_set: Optional[str] = typer.Option(None, "--set", hidden=True),
+    sets: Optional[List[str]] = typer.Option(
+        None, "--set", help="Override a field in every case on both backends, e.g. --set hosts.tso=false or --set startup=iperf3 (repeatable)."
+    ),
     repetitions: Optional[int] = typer.Option(None, "--reps", min=1, help="Repetitions per backend (default: the set's)."),
     duration: Optional[float] = typer.Option(None, "--duration", min=1, help="Seconds per run (default: the set's)."),
     out_root: Path = typer.Option(Path("results") / "validate", "--out", help="Where to store the table and the runs."),
@@ -915,8 +917,10 @@ def validate(
     from .experiments.crosscheck import METRICS, VALIDATION_SETS, fmt_diff, format_metric, run_validation, within_spread
     from .present.tables import Column, Listing
 
-    if old_set is not None:
-        raise UsageError(f"validate: --set is now --suite (--set overrides scenario fields in the other commands); use --suite {old_set}")
+    for s in sets or []:
+        if "=" not in s and s in VALIDATION_SETS:
+            raise UsageError(f"validate: the suite is chosen with --suite (--set overrides scenario fields); use --suite {s}")
+    overrides = _overrides(sets)
     if suite not in VALIDATION_SETS:
         raise UsageError(f"--suite: unknown validation suite {suite!r}; allowed: {', '.join(VALIDATION_SETS)}")
     if backend not in ("linux", "testbed"):
@@ -924,7 +928,7 @@ def validate(
     kernel = _backend(backend, inventory, False)
     try:
         table, where = run_validation(suite, out_root, duration, repetitions, log=lambda s: err.print(s, highlight=False, soft_wrap=True),
-                                      backend=kernel)
+                                      backend=kernel, overrides=overrides)
     finally:
         if hasattr(kernel, "close"):
             kernel.close()

@@ -151,11 +151,17 @@ def run_validation(
     repetitions: int | None = None,
     log: Callable[[str], None] = lambda s: None,
     backend=None,
+    overrides: dict | None = None,
 ) -> tuple[pd.DataFrame, Path]:
     """Runs the set on the simulator and on a kernel backend (`backend`:
     this machine's, LINUX, by default; or a testbed backend with its
     inventory); returns the table and where it was stored. The kernel's rows
-    keep the label "linux" whichever kernel ran them (runs/ names the backend)."""
+    keep the label "linux" whichever kernel ran them (runs/ names the backend).
+    `overrides` (as `--set` gives them, e.g. {"hosts.tso": False} or
+    {"startup": "iperf3"}) apply to every case on both backends; the
+    simulator's run from the kernel's measured starts starts its flows
+    immediately at those instants whatever `startup` says."""
+    overrides = dict(overrides or {})
     backend = backend or LINUX
     if backend is LINUX:
         check_host(need_delay=True)
@@ -163,10 +169,10 @@ def run_validation(
     sim_ccas = engine_cca_names()
     kernel, sim = backend.algorithms(), SIM.algorithms()
     if hasattr(backend, "preflight"):
-        backend.preflight(Scenario.from_dict(json.loads(json.dumps(cases[0][1])), catalogue=kernel))
+        backend.preflight(Scenario.from_dict(json.loads(json.dumps(cases[0][1])), catalogue=kernel).with_overrides(overrides))
     out = Path(out_root) / f"{set_name}-{time.strftime('%Y%m%d-%H%M%S')}"
     (out / "runs").mkdir(parents=True, exist_ok=True)
-    (out / "cases.json").write_text(json.dumps({cid: doc for cid, doc in cases}, indent=2))
+    (out / "cases.json").write_text(json.dumps({"overrides": overrides, "cases": {cid: doc for cid, doc in cases}}, indent=2, default=str))
     raw: list[dict] = []
     total = len(cases) * reps
     done = 0
@@ -177,22 +183,24 @@ def run_validation(
             d["run"]["seed"] = seed
             done += 1
             t0 = time.time()
-            r = backend.run(Scenario.from_dict(d, catalogue=kernel))
+            r = backend.run(Scenario.from_dict(d, catalogue=kernel).with_overrides(overrides))
             r.save(out / "runs" / cid / f"{backend.name}-seed{seed}")
             m = metrics_of(r)
             raw.append({"case": cid, "backend": "linux", "seed": seed, **m})
             starts = r.record[r.record["backend"]]["data_start_s"]
             if cca in sim_ccas:
-                rs = SIM.run(Scenario.from_dict(d, catalogue=sim))
+                rs = SIM.run(Scenario.from_dict(d, catalogue=sim).with_overrides(overrides))
                 rs.save(out / "runs" / cid / f"sim-seed{seed}")
                 raw.append({"case": cid, "backend": "sim", "seed": seed, **metrics_of(rs)})
                 paired = json.loads(json.dumps(d))
                 paired["flows"] = [
                     dict(fl, start=f"{max(0.0, st - float(fl['rtt'][:-2]) / 1e3):.4f}s") for fl, st in zip(d["flows"], starts)
                 ]
-                # The measured starts are the starts: no extra random jitter.
+                # The measured starts are the starts: no extra random jitter,
+                # no tool's start-up exchange before them.
                 paired.setdefault("run", {})["start_jitter"] = "0s"
-                rp = SIM.run(Scenario.from_dict(paired, catalogue=sim))
+                paired_overrides = {k: v for k, v in overrides.items() if not k.endswith("startup") and not k.startswith("run.start_jitter")}
+                rp = SIM.run(Scenario.from_dict(paired, catalogue=sim).with_overrides(paired_overrides))
                 rp.save(out / "runs" / cid / f"sim_kernel_starts-seed{seed}")
                 raw.append({"case": cid, "backend": "sim_kernel_starts", "seed": seed, **metrics_of(rp)})
             log(f"[{done}/{total}] {cid} seed {seed}: kernel share {m['share0']:.3f} ratio {m['ratio']:.3f} util {m['utilization']:.3f} ({time.time() - t0:.0f} s)")
@@ -201,7 +209,7 @@ def run_validation(
     table = summarise(runs, [cid for cid, _ in cases])
     table.to_parquet(out / "table.parquet", index=False)
     (out / "table.json").write_text(table.to_json(orient="records", indent=2))
-    meta = {"set": set_name, "description": VALIDATION_SETS[set_name].description, "repetitions": reps}
+    meta = {"set": set_name, "description": VALIDATION_SETS[set_name].description, "repetitions": reps, "overrides": overrides}
     (out / "table.md").write_text(to_markdown(table, meta))
     return table, out
 
@@ -275,6 +283,7 @@ def to_markdown(table: pd.DataFrame, meta: dict) -> str:
     lines = [
         f"Validation set `{meta['set']}`: {meta['description']} ({meta['repetitions']} repetitions per backend).",
         "",
+        *([f"Overrides on both backends: {', '.join(f'`{k}={v}`' for k, v in meta['overrides'].items())}.", ""] if meta.get("overrides") else []),
         f"Simulator within the kernel's spread: {ok} of {cells} cells.",
         "",
         "| case | metric | sim | kernel (mean) | kernel min-max | sim - kernel | > spread | sim, kernel's starts (mean, min-max) |",
