@@ -250,7 +250,9 @@ def _save_dir(sc, backend: str, out_dir: Optional[Path]) -> Path:
 
 
 def _print_run(result) -> None:
-    flows = result.flows
+    # The rows and summary are computed from the record in plain Python: a
+    # short run does not wait for pandas (results/summary.py).
+    flows = result.flow_rows
     s = result.summary
     sc = result.scenario
     rate = result.record["link"]["rate_bps"] / 1e6
@@ -265,24 +267,26 @@ def _print_run(result) -> None:
             title += " (rate above what this machine carries: see the note)"
     # Imported when the command runs (see the note at the top).
     from .present.tables import Column, Listing, emit
+    from .results.summary import np_sum
 
     cols = [
         ("flow", "right"), ("cca", "left"), ("rtt ms", "right"), ("start s", "right"), ("Mbps", "right"),
         ("share", "right"), ("cwnd", "right"), ("sRTT ms", "right"), ("retrans", "right"), ("RTOs", "right"), ("drops", "right"),
     ]
     listing = Listing([Column(c, j, no_wrap=True) for c, j in cols], [], title=title)
-    total = flows.throughput_mbps.sum()
-    background = int(flows.background.sum()) if "background" in flows else 0
-    for i, f in flows.iterrows():
-        cca = f.cca + (" (reverse)" if f.get("direction", "forward") == "reverse" else "")
+    total = np_sum([f["throughput_mbps"] for f in flows])
+    background = sum(1 for f in flows if f["background"])
+    for f in flows:
+        cca = f["cca"] + (" (reverse)" if f["direction"] == "reverse" else "")
+        thr, cwnd, srtt = f["throughput_mbps"], f["mean_cwnd"], f["mean_srtt_ms"]
         listing.rows.append([
-            str(i), cca, f"{f.rtt_ms:.4g}", f"{f.start_s:.4g}", f"{f.throughput_mbps:.2f}",
-            f"{f.throughput_mbps / total:.1%}" if total > 0 else "-",
-            f"{f.mean_cwnd:.0f}" if f.mean_cwnd == f.mean_cwnd else "-",
-            f"{f.mean_srtt_ms:.1f}" if f.mean_srtt_ms == f.mean_srtt_ms else "-",
-            str(f.retransmissions), str(f.rtos), "-" if linux else str(f.drops),
+            str(f["flow"]), cca, f"{f['rtt_ms']:.4g}", f"{f['start_s']:.4g}", f"{thr:.2f}",
+            f"{thr / total:.1%}" if total > 0 else "-",
+            f"{cwnd:.0f}" if cwnd == cwnd else "-",
+            f"{srtt:.1f}" if srtt == srtt else "-",
+            str(f["retransmissions"]), str(f["rtos"]), "-" if linux else str(f["drops"]),
         ])
-        listing.row_styles.append("dim" if f.get("background", False) else None)
+        listing.row_styles.append("dim" if f["background"] else None)
     if background:
         listing.caption = f"dim: background flows ({background}), left out of Jain's index and the throughput ratio"
     emit(listing, "table", out)
@@ -318,9 +322,9 @@ def _traffic_line(result) -> str:
         else:
             parts.append("web flows: none started after warm-up")
     if "udp_throughput_mbps" in s:
-        from .results.metrics import udp_metrics  # numpy (loaded by now: a run was made)
+        from .results.summary import udp_loss_rate
 
-        n, loss = len(result.udp), udp_metrics(result.udp)["udp_loss_rate"]
+        n, loss = len(result.record["udp"]), udp_loss_rate(result.record)
         parts.append(f"UDP [bold]{s['udp_throughput_mbps']:.2f} Mbps[/bold] received ({n} source{'s' if n != 1 else ''}, loss {loss:.2%})")
     return "   ".join(parts)
 
