@@ -17,15 +17,15 @@ from .errors import UsageError
 # The console helpers and the run command live with the entry point, which
 # runs plain `ccarena run` lines without this module (and typer).
 from .launch import (  # noqa: F401 - names the other commands use
-    _backend,
-    _check_out_dir,
-    _esc,
-    _overrides,
-    _warn_requirements,
+    backend_runner,
+    check_out_dir,
     err,
+    esc,
     guarded,
     out,
+    overrides,
     run_command,
+    warn_requirements,
 )
 from .version import __version__
 
@@ -169,13 +169,13 @@ def _run_sweep_cli(scenario: str, results_dir: Path, jobs, dask, sets, quick: bo
 
     # Without [sweep.quick] settings, quick mode is the full sweep (plan.quick is then off).
     if runner is None:
-        plan = prepare(scenario, _overrides(sets), quick, repetitions)
+        plan = prepare(scenario, overrides(sets), quick, repetitions)
     else:
         key = f"{runner.name} {runner.inventory.digest}" if getattr(runner, "inventory", None) is not None else runner.name
-        plan = prepare(scenario, _overrides(sets), quick, repetitions, catalogue=runner.algorithms(), backend_key=key)
+        plan = prepare(scenario, overrides(sets), quick, repetitions, catalogue=runner.algorithms(), backend_key=key)
     doc = plan.doc
     validate_figure_specs(doc.get("figures"))
-    _warn_requirements(doc)
+    warn_requirements(doc)
     if runner is not None and (jobs is not None or dask):
         raise UsageError(f"--jobs/--dask: the {runner.name} backend runs one run at a time on its hosts")
     if repetitions_identical(plan.specs) and runner is None:
@@ -204,9 +204,9 @@ def _run_sweep_cli(scenario: str, results_dir: Path, jobs, dask, sets, quick: bo
                     err.print(f"[yellow]note:[/yellow] {stale_note(info['stale'], info['stale_builds'], info['kept_stale'])}", highlight=False, soft_wrap=True)
                 if info["skipped"]:
                     reasons = "; ".join(f"{k} ({v} runs)" for k, v in info["skip_reasons"].items())
-                    err.print(f"[yellow]warning:[/yellow] skipping {info['skipped']} runs: {_esc(reasons)}", highlight=False, soft_wrap=True)
+                    err.print(f"[yellow]warning:[/yellow] skipping {info['skipped']} runs: {esc(reasons)}", highlight=False, soft_wrap=True)
                 if not quiet:
-                    err.print(f"{_esc(info['experiment'])}: {info['runs']} runs to compute, {info['cached']} already stored "
+                    err.print(f"{esc(info['experiment'])}: {info['runs']} runs to compute, {info['cached']} already stored "
                               f"({info['simulated_s']:.0f} s simulated on {info['executor']})", highlight=False)
                 state["runs"] = info["runs"]
                 state["task"] = bar.add_task(info["experiment"], total=max(info["simulated_s"], 1e-9), runs=f"0/{info['runs']} runs")
@@ -225,7 +225,7 @@ def _run_sweep_cli(scenario: str, results_dir: Path, jobs, dask, sets, quick: bo
                                   f"{el:.0f} s elapsed, ETA {eta:.0f} s", highlight=False)
                 bar.update(state["task"], completed=info["simulated_s"], **fields)
             elif kind == "run" and not info["ok"]:
-                err.print(f"[red]run failed[/red] {info['run_id']} {_esc(str(info['params']))}: {_esc(str(info['error']))}", highlight=False, soft_wrap=True)
+                err.print(f"[red]run failed[/red] {info['run_id']} {esc(str(info['params']))}: {esc(str(info['error']))}", highlight=False, soft_wrap=True)
 
         try:
             outcome = run_sweep(plan, results_dir, executor=executor, name=name, variant="quick" if plan.quick else "",
@@ -238,7 +238,7 @@ def _run_sweep_cli(scenario: str, results_dir: Path, jobs, dask, sets, quick: bo
 
 def _sweep_backend(backend: str, inventory: Optional[Path], dry_run: bool):
     """None for the simulator (its executors), else the backend that runs each run of a sweep."""
-    runner = _backend(backend, inventory, dry_run)
+    runner = backend_runner(backend, inventory, dry_run)
     if backend == "sim":
         return None
     if backend == "linux":
@@ -252,7 +252,7 @@ def _sweep_dry_run(runner, scenario: str, sets, quick: bool, repetitions) -> Non
     from .experiments.runner import prepare
     from .scenario.model import Scenario
 
-    plan = prepare(scenario, _overrides(sets), quick, repetitions, catalogue=runner.algorithms())
+    plan = prepare(scenario, overrides(sets), quick, repetitions, catalogue=runner.algorithms())
     specs = [s for s in plan.specs if s.engine is not None]
     skipped = len(plan.specs) - len(specs)
     out_lines = [f"# {len(specs)} runs" + (f" ({skipped} skipped)" if skipped else "") + f" on {runner.inventory.name}; nothing is connected to"]
@@ -389,7 +389,7 @@ def sweep(
     if dry_run:
         _sweep_dry_run(runner, scenario, sets, quick, repetitions)
         return
-    _check_out_dir(results_dir)
+    check_out_dir(results_dir)
     try:
         doc, outcome = _run_sweep_cli(scenario, results_dir, jobs, dask, sets, quick, repetitions, name, not keep_failed, as_json, keep_stale, runner)
     finally:
@@ -425,7 +425,7 @@ def results(
         n = rebuild(directory)
         moved = f"; the old database is now {n['moved_aside']}" if n["moved_aside"] else ""
         lost = f"; {n['runs_lost']} runs stored before their rows were kept beside the records could not be recovered (run the sweep again)" if n["runs_lost"] else ""
-        err.print(f"rebuilt the database: {n['experiments']} experiments, {n['runs']} runs from their records{_esc(moved)}{lost}", highlight=False)
+        err.print(f"rebuilt the database: {n['experiments']} experiments, {n['runs']} runs from their records{esc(moved)}{lost}", highlight=False)
     if recompute:
         with Store(directory) as st:
             n = st.recompute_metrics()
@@ -461,16 +461,16 @@ def results(
         sys.stdout.write(to_delimited(rows, "," if fmt == "csv" else "\t"))
         return
     if not len(exps):
-        out.print(f"{_esc(str(directory))}: no experiments yet")
+        out.print(f"{esc(str(directory))}: no experiments yet")
         return
     for _, e in exps.iterrows():
         _emit(_points_table(res, e.experiment_id, f"{e.experiment_id}: {_status_line(res, e.experiment_id)}"))
         builds = _builds_line(res, e.experiment_id)
         if builds:
-            out.print(f"  [dim]{_esc(builds)}[/dim]", highlight=False)
+            out.print(f"  [dim]{esc(builds)}[/dim]", highlight=False)
         failed = res.runs[(res.runs.experiment_id == e.experiment_id) & (res.runs.status == "error")]
         for _, r in failed.head(5).iterrows():
-            out.print(f"  [red]failed[/red] {r.run_id}: {_esc(str(r.error))}", highlight=False)
+            out.print(f"  [red]failed[/red] {r.run_id}: {esc(str(r.error))}", highlight=False)
 
 
 @app.command()
@@ -493,7 +493,7 @@ def report(
         if not r.is_file():
             raise UsageError(f"--reference: {r}: no such file")
     index = write_report(directory, out_dir, per_run=per_run, experiments=experiment, compare=compare, references=reference,
-                         progress=(lambda m: err.print(f"[dim]{_esc(m)}[/dim]", highlight=False)) if sys.stderr.isatty() else None)
+                         progress=(lambda m: err.print(f"[dim]{esc(m)}[/dim]", highlight=False)) if sys.stderr.isatty() else None)
     out.print(f"report: [bold]{index}[/bold]")
 
 
@@ -535,7 +535,7 @@ def reproduce(
     if dry_run:
         _sweep_dry_run(runner, preset, sets, not full, repetitions)
         return
-    _check_out_dir(results_dir)
+    check_out_dir(results_dir)
     try:
         doc, outcome = _run_sweep_cli(preset, results_dir, jobs, dask, sets, not full, repetitions, None, True, False, keep_stale, runner)
     finally:
@@ -547,7 +547,7 @@ def reproduce(
     out.print(f"{outcome.computed} runs computed, {outcome.cached} already stored, {outcome.failed} failed, {outcome.skipped} skipped "
               f"in {outcome.wall_s:.1f} s")
     if not no_report:
-        index = write_report(results_dir, per_run=per_run, progress=(lambda m: err.print(f"[dim]{_esc(m)}[/dim]", highlight=False)) if sys.stderr.isatty() else None)
+        index = write_report(results_dir, per_run=per_run, progress=(lambda m: err.print(f"[dim]{esc(m)}[/dim]", highlight=False)) if sys.stderr.isatty() else None)
         page = index.parent / slug(outcome.experiment_id) / "index.html"
         figs = sorted(p.name for p in page.parent.glob("*.png"))
         out.print(f"figures: {', '.join(figs) or 'none'} in {page.parent}")
@@ -663,7 +663,7 @@ def validate(
         raise UsageError(f"--suite: unknown validation suite {suite!r}; allowed: {', '.join(VALIDATION_SETS)}")
     if backend not in ("linux", "testbed"):
         raise UsageError(f"--backend: validate compares the simulator with a kernel; allowed: linux, testbed, got {backend!r}")
-    kernel = _backend(backend, inventory, False)
+    kernel = backend_runner(backend, inventory, False)
     try:
         table, where = run_validation(suite, out_root, duration, repetitions, log=lambda s: err.print(s, highlight=False, soft_wrap=True),
                                       backend=kernel)
@@ -672,7 +672,7 @@ def validate(
             kernel.close()
     if as_json:
         print(table.to_json(orient="records"))
-        err.print(f"stored in {_esc(str(where))}")
+        err.print(f"stored in {esc(str(where))}")
         return
     cols = ("case", "metric", "sim", "kernel", "kernel min-max", "sim - kernel", "> spread", "sim, kernel's starts")
     listing = Listing([Column(c, "left" if c in ("case", "metric") else "right", no_wrap=c not in ("case", "metric")) for c in cols], [],

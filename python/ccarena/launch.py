@@ -53,14 +53,14 @@ out = _Lazy("out")
 err = _Lazy("err")
 
 
-def _esc(text: str) -> str:
+def esc(text: str) -> str:
     """`text` (a message, a scenario's name) as literal text inside rich markup."""
     from rich.markup import escape  # rich: on first output
 
     return escape(text)
 
 
-def _overrides(sets: Optional[List[str]]) -> dict:
+def overrides(sets: Optional[List[str]]) -> dict:
     from .scenario.document import parse_override  # the scenario wing: only commands that read a scenario
 
     result = {}
@@ -70,7 +70,7 @@ def _overrides(sets: Optional[List[str]]) -> dict:
     return result
 
 
-def _check_out_dir(path: Path, option: str = "--out") -> Path:
+def check_out_dir(path: Path, option: str = "--out") -> Path:
     """`path` as a directory results can be written into, checked before any run
     starts: it exists (or is created) as a directory and a file can be written
     in it. Raises a `UsageError` naming the option otherwise."""
@@ -138,19 +138,19 @@ def run_command(scenario: str, as_json: bool = False, sets: Optional[List[str]] 
 
     for f in cca_files or []:
         load_cca_file(f)
-    runner = _backend(backend, inventory, dry_run)
-    sc = runner.load(scenario, _overrides(sets))
+    runner = backend_runner(backend, inventory, dry_run)
+    sc = runner.load(scenario, overrides(sets))
     if dry_run:
         sys.stdout.write(runner.dry_run(sc))
         return
-    _warn_requirements(sc.doc)
+    warn_requirements(sc.doc)
     if sc.doc.get("sweep") and not as_json:
         err.print(f"note: {sc.name} has a [sweep] table; this runs its base scenario once (`ccarena sweep {scenario}` runs the whole sweep)", highlight=False, markup=False)
     target = None if no_save else _save_dir(sc, backend, out_dir)
     show = sys.stderr.isatty() and not as_json
     try:
         with _progress_bar(show, runner.progress_unit) as bar:
-            task = bar.add_task(_esc(sc.name) if show else sc.name, total=sc.engine["run"]["duration"] / 1e9)
+            task = bar.add_task(esc(sc.name) if show else sc.name, total=sc.engine["run"]["duration"] / 1e9)
             result = runner.run(sc, progress=lambda done, total: bar.update(task, completed=done))
     finally:
         if hasattr(runner, "close"):
@@ -165,17 +165,17 @@ def run_command(scenario: str, as_json: bool = False, sets: Optional[List[str]] 
         saved = result.save(target)
     if as_json:
         if saved:
-            err.print(f"saved to {_esc(str(saved))}")
+            err.print(f"saved to {esc(str(saved))}")
     else:
         _print_run(result)
         if saved:
-            out.print(f"saved to [bold]{_esc(str(saved))}[/bold]")
+            out.print(f"saved to [bold]{esc(str(saved))}[/bold]")
     if result.invariant_violations:
-        err.print(f"[red]engine invariant violated:[/red] {_esc(str(result.invariant_violations[0]))}")
+        err.print(f"[red]engine invariant violated:[/red] {esc(str(result.invariant_violations[0]))}")
         raise SystemExit(3)
 
 
-def _backend(name: str, inventory: Optional[Path], dry_run: bool):
+def backend_runner(name: str, inventory: Optional[Path], dry_run: bool):
     """The backend named by --backend, configured with --inventory; checks the options belong together."""
     from .backends.registry import BACKENDS  # the engine and the scenario wing
 
@@ -214,7 +214,7 @@ def _save_dir(sc, backend: str, out_dir: Optional[Path]) -> Path:
     results/runs/NAME-seedN takes the first free or identical NAME-seedN-2,
     -3, ..."""
     if out_dir is not None:
-        _check_out_dir(out_dir)
+        check_out_dir(out_dir)
         if out_dir.exists() and any(out_dir.iterdir()) and not _same_run(out_dir, sc, backend):
             raise UsageError(f"--out: {out_dir} already holds something else (a different run?); choose another directory or remove it")
         return out_dir
@@ -224,7 +224,7 @@ def _save_dir(sc, backend: str, out_dir: Optional[Path]) -> Path:
     while candidate.exists() and any(candidate.iterdir()) and not _same_run(candidate, sc, backend):
         k += 1
         candidate = base.with_name(f"{base.name}-{k}")
-    return _check_out_dir(candidate)
+    return check_out_dir(candidate)
 
 
 def _print_run(result) -> None:
@@ -300,20 +300,20 @@ def _traffic_line(result) -> str:
         else:
             parts.append("web flows: none started after warm-up")
     if "udp_throughput_mbps" in s:
-        from .results.summary import udp_loss_rate
+        from .results.summary import udp_loss_rate  # the results wing: only once a run has been made
 
         n, loss = len(result.record["udp"]), udp_loss_rate(result.record)
         parts.append(f"UDP [bold]{s['udp_throughput_mbps']:.2f} Mbps[/bold] received ({n} source{'s' if n != 1 else ''}, loss {loss:.2%})")
     return "   ".join(parts)
 
 
-def _warn_requirements(doc: dict) -> None:
+def warn_requirements(doc: dict) -> None:
     from .experiments.catalogue import missing_features  # the engine's catalogue
 
     missing = missing_features(doc)
     if missing:
         name = doc.get("name", "scenario")
-        err.print(f"[yellow]warning:[/yellow] {_esc(str(name))} runs without {', '.join(missing)} (not in the engine yet; see its notes)", highlight=False, soft_wrap=True)
+        err.print(f"[yellow]warning:[/yellow] {esc(str(name))} runs without {', '.join(missing)} (not in the engine yet; see its notes)", highlight=False, soft_wrap=True)
 
 
 # ---------------------------------------------------------------- entry point
@@ -383,7 +383,7 @@ def guarded(call: Callable[[], None]) -> None:
         call()
     except CcarenaError as e:
         # Escaped: messages quote scenario syntax such as [sweep], which is not markup.
-        err.print(f"[red]error:[/red] {_esc(str(e))}", highlight=False, soft_wrap=True)
+        err.print(f"[red]error:[/red] {esc(str(e))}", highlight=False, soft_wrap=True)
         sys.exit(2)
     except KeyboardInterrupt:
         err.print("interrupted")
@@ -396,7 +396,7 @@ def guarded(call: Callable[[], None]) -> None:
             sys.exit(e.exit_code)
         if os.environ.get("CCARENA_DEBUG"):
             raise
-        err.print(f"[red]error:[/red] {type(e).__name__}: {_esc(str(e))} (set CCARENA_DEBUG=1 for details)", highlight=False, soft_wrap=True)
+        err.print(f"[red]error:[/red] {type(e).__name__}: {esc(str(e))} (set CCARENA_DEBUG=1 for details)", highlight=False, soft_wrap=True)
         sys.exit(1)
 
 

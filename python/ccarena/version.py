@@ -24,7 +24,7 @@ LOCAL_VERSION = "0.0.0+local"
 def _metadata_version() -> str:
     """The installed distribution's version as ``importlib.metadata.version``
     reads it."""
-    from importlib.metadata import PackageNotFoundError, version
+    from importlib.metadata import PackageNotFoundError, version  # only where the direct read does not apply
 
     try:
         return version("ccarena")

@@ -26,7 +26,7 @@ from .record import RunRecord, normalise
 from .summary import DEFAULT_MSS, flow_rows, plain, run_summary
 
 if TYPE_CHECKING:  # pragma: no cover
-    import pandas as pd
+    import pandas as pd  # for the tables only (see the module's docstring)
 
 __all__ = ["RunResult", "load_result", "read_record"]
 
@@ -45,15 +45,16 @@ _TIMESERIES_DTYPES = {
 
 def _ssthresh(values: Any) -> "pd.arrays.IntegerArray":
     """The slow-start thresholds as nullable integers, infinity as NA."""
+    # numpy and pandas: for the tables only (see the module's docstring)
     import numpy as np
-    import pandas as pd
+    import pandas as pd  # for the tables only (see the module's docstring)
 
     a = np.asarray(values, dtype=np.int64)
     return pd.arrays.IntegerArray(a, a >= INFINITE_SSTHRESH)
 
 
 def _empty_timeseries() -> pd.DataFrame:
-    import pandas as pd
+    import pandas as pd  # for the tables only (see the module's docstring)
 
     dtypes = {c: pd.CategoricalDtype(_CA_STATES) if t == "category" else t for c, t in _TIMESERIES_DTYPES.items()}
     return pd.DataFrame({c: pd.Series(dtype=t) for c, t in dtypes.items()})
@@ -80,8 +81,9 @@ class RunResult:
     @cached_property
     def flows(self) -> pd.DataFrame:
         """One row per flow: identity, measurement window, throughput and counters."""
+        # numpy and pandas: for the tables only (see the module's docstring)
         import numpy as np
-        import pandas as pd
+        import pandas as pd  # for the tables only (see the module's docstring)
 
         rows = []
         ts = self.timeseries
@@ -132,8 +134,9 @@ class RunResult:
     @cached_property
     def timeseries(self) -> pd.DataFrame:
         """Long format: one row per (sample time, flow)."""
+        # numpy and pandas: for the tables only (see the module's docstring)
         import numpy as np
-        import pandas as pd
+        import pandas as pd  # for the tables only (see the module's docstring)
 
         frames = []
         for i, s in enumerate(self.record["flow_series"]):
@@ -169,7 +172,7 @@ class RunResult:
     @cached_property
     def reverse_queue(self) -> pd.DataFrame:
         """The reverse bottleneck's queue (empty when the run has none)."""
-        import pandas as pd
+        import pandas as pd  # for the tables only (see the module's docstring)
 
         q = self.record["reverse_queue_series"]
         return _queue_frame(q) if q else pd.DataFrame(columns=self.queue.columns)
@@ -177,8 +180,9 @@ class RunResult:
     @cached_property
     def udp(self) -> pd.DataFrame:
         """One row per UDP source: rates, datagrams sent and received, loss."""
+        # numpy and pandas: for the tables only (see the module's docstring)
         import numpy as np
-        import pandas as pd
+        import pandas as pd  # for the tables only (see the module's docstring)
 
         rows = []
         for i, u in enumerate(self.record["udp"]):
@@ -200,8 +204,9 @@ class RunResult:
     @cached_property
     def udp_timeseries(self) -> pd.DataFrame:
         """Long format: one row per (sample time, UDP source), wire bytes received."""
+        # numpy and pandas: for the tables only (see the module's docstring)
         import numpy as np
-        import pandas as pd
+        import pandas as pd  # for the tables only (see the module's docstring)
 
         frames = []
         for i, s in enumerate(self.record["udp_series"]):
@@ -219,8 +224,9 @@ class RunResult:
     @cached_property
     def short_flows(self) -> pd.DataFrame:
         """One row per web flow: size, RTT, start and flow completion time (NaN if unfinished)."""
+        # numpy and pandas: for the tables only (see the module's docstring)
         import numpy as np
-        import pandas as pd
+        import pandas as pd  # for the tables only (see the module's docstring)
 
         recs = self.record["short_flows"]
         gens = self.record["web"]
@@ -327,8 +333,9 @@ _SHORT_FLOW_COLUMNS = [
 
 
 def _queue_frame(q: dict) -> pd.DataFrame:
+    # numpy and pandas: for the tables only (see the module's docstring)
     import numpy as np
-    import pandas as pd
+    import pandas as pd  # for the tables only (see the module's docstring)
 
     return pd.DataFrame(
         {
