@@ -27,6 +27,7 @@ LAYERS = {
     "experiments": 4,
     "present": 5,
     "cli": 6,
+    "launch": 6,
     "": 7,
 }
 

@@ -6,7 +6,6 @@ CCARENA_DEBUG=1 is set.
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -14,7 +13,20 @@ from typing import List, Optional
 
 import typer
 
-from .errors import CcarenaError, UsageError
+from .errors import UsageError
+# The console helpers and the run command live with the entry point, which
+# runs plain `ccarena run` lines without this module (and typer).
+from .launch import (  # noqa: F401 - names the other commands use
+    backend_runner,
+    check_out_dir,
+    err,
+    esc,
+    guarded,
+    out,
+    overrides,
+    run_command,
+    warn_requirements,
+)
 from .version import __version__
 
 # Only what every command needs is imported here: `ccarena version`, `--help`
@@ -36,42 +48,6 @@ list_app = typer.Typer(no_args_is_help=True, help="List algorithms or shipped ex
 app.add_typer(list_app, name="list")
 
 
-class _Consoles:
-    """stdout and stderr as rich consoles, made on first use (rich's console
-    is not needed by `version` or completion). Piped output follows COLUMNS
-    when it is set, else 140 columns (no terminal width to follow)."""
-
-    def __getattr__(self, name: str):
-        from rich.console import Console  # on first output
-
-        piped = {} if sys.stdout.isatty() or os.environ.get("COLUMNS", "").isdigit() else {"width": 140}
-        self.out = Console(**piped)
-        self.err = Console(stderr=True, soft_wrap=True)
-        return getattr(self, name)
-
-
-_consoles = _Consoles()
-
-
-class _Lazy:
-    def __init__(self, name: str):
-        self._name = name
-
-    def __getattr__(self, attr: str):
-        return getattr(getattr(_consoles, self._name), attr)
-
-
-out = _Lazy("out")
-err = _Lazy("err")
-
-
-def _esc(text: str) -> str:
-    """`text` (a message, a scenario's name) as literal text inside rich markup."""
-    from rich.markup import escape  # rich: on first output
-
-    return escape(text)
-
-
 def _version_option(value: bool) -> None:
     if value:
         print(f"ccarena {__version__}")
@@ -83,55 +59,6 @@ def _main_options(
     version: bool = typer.Option(False, "--version", "-V", is_eager=True, callback=_version_option, help="Print the version and exit."),
 ) -> None:
     """ccarena: run TCP congestion-control experiments on a Linux-faithful simulator."""
-
-
-def _overrides(sets: Optional[List[str]]) -> dict:
-    from .scenario.document import parse_override  # the scenario wing: only commands that read a scenario
-
-    result = {}
-    for s in sets or []:
-        key, value = parse_override(s)
-        result[key] = value
-    return result
-
-
-def _check_out_dir(path: Path, option: str = "--out") -> Path:
-    """`path` as a directory results can be written into, checked before any run
-    starts: it exists (or is created) as a directory and a file can be written
-    in it. Raises a `UsageError` naming the option otherwise."""
-    if "\0" in str(path):
-        raise UsageError(f"{option}: the path contains a NUL byte")
-    if path.exists() and not path.is_dir():
-        raise UsageError(f"{option}: {escape_path(path)} exists and is not a directory")
-    probe = path / f".ccarena-probe-{os.getpid()}"
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-        probe.write_bytes(b"")
-        probe.unlink()
-    except OSError as e:
-        raise UsageError(f"{option}: cannot write in {escape_path(path)}: {e.strerror or e}") from None
-    return path
-
-
-def escape_path(path: Path) -> str:
-    """A path for a message: repr-escaped when it holds anything unprintable."""
-    text = str(path)
-    return text if text.isprintable() else repr(text)
-
-
-def _progress_bar(enabled: bool, unit: str = "s simulated"):
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn  # rich: on first output
-
-    return Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        TextColumn("{task.completed:.1f}/{task.total:.0f} " + unit),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-        console=err,
-        disable=not enabled,
-        transient=True,
-    )
 
 
 BACKEND_HELP = ("Where to run: sim (the simulator), linux (this machine's kernel TCP; needs root) or testbed "
@@ -155,174 +82,10 @@ def run(
     cca_files: Optional[List[Path]] = typer.Option(None, "--cca-file", help="Python file defining congestion control classes (repeatable). It is code and runs with your rights: use only files you trust."),
 ) -> None:
     """Run one scenario and print per-flow results."""
-    # The engine and the scenario wing.
-    from .backends.cca import load_cca_file
-
-    for f in cca_files or []:
-        load_cca_file(f)
-    runner = _backend(backend, inventory, dry_run)
-    sc = runner.load(scenario, _overrides(sets))
-    if dry_run:
-        sys.stdout.write(runner.dry_run(sc))
-        return
-    _warn_requirements(sc.doc)
-    if sc.doc.get("sweep") and not as_json:
-        err.print(f"note: {sc.name} has a [sweep] table; this runs its base scenario once (`ccarena sweep {scenario}` runs the whole sweep)", highlight=False, markup=False)
-    target = None if no_save else _save_dir(sc, backend, out_dir)
-    show = sys.stderr.isatty() and not as_json
-    try:
-        with _progress_bar(show, runner.progress_unit) as bar:
-            task = bar.add_task(_esc(sc.name), total=sc.engine["run"]["duration"] / 1e9)
-            result = runner.run(sc, progress=lambda done, total: bar.update(task, completed=done))
-    finally:
-        if hasattr(runner, "close"):
-            runner.close()
-    for note in result.record.get(result.record.get("backend", "sim"), {}).get("notes", []):
-        err.print(f"note: {note}", highlight=False, markup=False)
-    saved = None
-    if as_json:
-        # Printed before saving, so that a failure to save loses nothing.
-        print(result.to_json(), flush=True)
-    if target is not None:
-        saved = result.save(target)
-    if as_json:
-        if saved:
-            err.print(f"saved to {_esc(str(saved))}")
-    else:
-        _print_run(result)
-        if saved:
-            out.print(f"saved to [bold]{_esc(str(saved))}[/bold]")
-    if result.invariant_violations:
-        err.print(f"[red]engine invariant violated:[/red] {_esc(str(result.invariant_violations[0]))}")
-        raise typer.Exit(3)
+    # launch.main runs plain `run` lines itself (launch.plain_run_args); this is the same command.
+    run_command(scenario, as_json, sets, out_dir, no_save, backend, inventory, dry_run, cca_files)
 
 
-def _backend(name: str, inventory: Optional[Path], dry_run: bool):
-    """The backend named by --backend, configured with --inventory; checks the options belong together."""
-    from .backends.registry import BACKENDS  # the engine and the scenario wing
-
-    if name not in BACKENDS:
-        raise UsageError(f"--backend: unknown backend {name!r}; allowed: {', '.join(BACKENDS)}")
-    if name != "testbed":
-        if inventory is not None:
-            raise UsageError(f"--inventory: only the testbed backend reads an inventory (this is --backend {name}); add --backend testbed")
-        if dry_run:
-            raise UsageError(f"--dry-run: only the testbed backend has a dry run (this is --backend {name}); add --backend testbed --inventory FILE")
-        return BACKENDS[name]
-    if inventory is None:
-        raise UsageError("--inventory: --backend testbed needs the inventory file naming the hosts (docs/testbed-backend.md; "
-                         "an example: examples/testbed/geni-fig8.toml)")
-    return BACKENDS[name].configure(inventory)
-
-
-def _same_run(directory: Path, sc, backend: str) -> bool:
-    """Whether `directory` holds a saved run of exactly this scenario as
-    resolved, on the simulator (which repeats a run bit for bit). Kernel runs
-    and runs of algorithms written in Python (whose files may have changed)
-    are never the same run."""
-    if backend != "sim" or sc.meta.python_ccas:
-        return False
-    try:
-        saved = json.loads((directory / "resolved.json").read_text())
-    except (OSError, ValueError):
-        return False
-    now = json.loads(json.dumps({"backend": sc.backend, "engine": sc.engine, "meta": sc.meta.to_dict()}))
-    return saved == now
-
-
-def _save_dir(sc, backend: str, out_dir: Optional[Path]) -> Path:
-    """Where `ccarena run` saves: never over a different run. An explicit
-    --out that holds something else is refused (before the run); the default
-    results/runs/NAME-seedN takes the first free or identical NAME-seedN-2,
-    -3, ..."""
-    if out_dir is not None:
-        _check_out_dir(out_dir)
-        if out_dir.exists() and any(out_dir.iterdir()) and not _same_run(out_dir, sc, backend):
-            raise UsageError(f"--out: {out_dir} already holds something else (a different run?); choose another directory or remove it")
-        return out_dir
-    suffix = "" if backend == "sim" else f"-{backend}"
-    base = Path("results") / "runs" / f"{sc.file_name}-seed{sc.seed}{suffix}"
-    candidate, k = base, 1
-    while candidate.exists() and any(candidate.iterdir()) and not _same_run(candidate, sc, backend):
-        k += 1
-        candidate = base.with_name(f"{base.name}-{k}")
-    return _check_out_dir(candidate)
-
-
-def _print_run(result) -> None:
-    flows = result.flows
-    s = result.summary
-    sc = result.scenario
-    rate = result.record["link"]["rate_bps"] / 1e6
-    kind = result.record.get("backend", "sim")
-    linux = kind != "sim"  # a kernel's record: the linux or the testbed backend
-    title = f"{sc.name}: {len(flows)} flows, {rate:g} Mbps, {result.record['duration_ns'] / 1e9:g} s (warm-up {result.record['warmup_ns'] / 1e9:g} s), seed {sc.seed}"
-    if linux:
-        section = result.record[kind]
-        where = f"on {section['inventory']['name']}, " if kind == "testbed" else ""
-        title += f" [{kind} backend, {where}kernel {section['kernel']}]"
-        if section.get("rate_above_limit"):
-            title += " (rate above what this machine carries: see the note)"
-    # Imported when the command runs (see the note at the top).
-    from .present.tables import Column, Listing, emit
-
-    cols = [
-        ("flow", "right"), ("cca", "left"), ("rtt ms", "right"), ("start s", "right"), ("Mbps", "right"),
-        ("share", "right"), ("cwnd", "right"), ("sRTT ms", "right"), ("retrans", "right"), ("RTOs", "right"), ("drops", "right"),
-    ]
-    listing = Listing([Column(c, j, no_wrap=True) for c, j in cols], [], title=title)
-    total = flows.throughput_mbps.sum()
-    background = int(flows.background.sum()) if "background" in flows else 0
-    for i, f in flows.iterrows():
-        cca = f.cca + (" (reverse)" if f.get("direction", "forward") == "reverse" else "")
-        listing.rows.append([
-            str(i), cca, f"{f.rtt_ms:.4g}", f"{f.start_s:.4g}", f"{f.throughput_mbps:.2f}",
-            f"{f.throughput_mbps / total:.1%}" if total > 0 else "-",
-            f"{f.mean_cwnd:.0f}" if f.mean_cwnd == f.mean_cwnd else "-",
-            f"{f.mean_srtt_ms:.1f}" if f.mean_srtt_ms == f.mean_srtt_ms else "-",
-            str(f.retransmissions), str(f.rtos), "-" if linux else str(f.drops),
-        ])
-        listing.row_styles.append("dim" if f.get("background", False) else None)
-    if background:
-        listing.caption = f"dim: background flows ({background}), left out of Jain's index and the throughput ratio"
-    emit(listing, "table", out)
-    speed = result.record["duration_ns"] / 1e9 / result.wall_time_s if result.wall_time_s > 0 else float("inf")
-    if linux:
-        out.print(
-            f"utilisation [bold]{s['utilization']:.1%}[/bold]   Jain's index [bold]{s['jain_index']:.4f}[/bold]   "
-            f"throughput ratio (min/max) [bold]{s['throughput_ratio']:.3f}[/bold]   mean queue {s['mean_queue_packets']:.0f} packets   "
-            f"bottleneck drops {s['drops']}   ({result.wall_time_s:.1f} s wall)"
-        )
-        return
-    out.print(
-        f"utilisation [bold]{s['utilization']:.1%}[/bold]   Jain's index [bold]{s['jain_index']:.4f}[/bold]   "
-        f"throughput ratio (min/max) [bold]{s['throughput_ratio']:.3f}[/bold]   mean queue {s['mean_queue_packets']:.0f} packets   "
-        f"({result.wall_time_s:.2f} s wall, {speed:.0f}x real time)"
-    )
-    traffic = _traffic_line(result)
-    if traffic:
-        out.print(traffic)
-
-
-def _traffic_line(result) -> str:
-    """Web and UDP traffic in one line (empty when the run has neither)."""
-    s = result.summary
-    parts = []
-    if "web_flows" in s:
-        if s["web_flows"]:
-            fct = s["median_fct_s"]
-            parts.append(
-                f"web flows [bold]{s['web_flows']:,}[/bold] after warm-up, {s['web_completed']:.1%} completed, "
-                f"median FCT [bold]{fct * 1e3:.0f} ms[/bold]" if fct == fct else f"web flows {s['web_flows']:,} after warm-up, none completed"
-            )
-        else:
-            parts.append("web flows: none started after warm-up")
-    if "udp_throughput_mbps" in s:
-        from .results.metrics import udp_metrics  # numpy (loaded by now: a run was made)
-
-        n, loss = len(result.udp), udp_metrics(result.udp)["udp_loss_rate"]
-        parts.append(f"UDP [bold]{s['udp_throughput_mbps']:.2f} Mbps[/bold] received ({n} source{'s' if n != 1 else ''}, loss {loss:.2%})")
-    return "   ".join(parts)
 
 
 @app.command()
@@ -407,15 +170,6 @@ def _make_executor(jobs: Optional[int], dask: Optional[str]):
     return LocalExecutor(jobs)
 
 
-def _warn_requirements(doc: dict) -> None:
-    from .experiments.catalogue import missing_features  # the engine's catalogue
-
-    missing = missing_features(doc)
-    if missing:
-        name = doc.get("name", "scenario")
-        err.print(f"[yellow]warning:[/yellow] {_esc(str(name))} runs without {', '.join(missing)} (not in the engine yet; see its notes)", highlight=False, soft_wrap=True)
-
-
 def _run_sweep_cli(scenario: str, results_dir: Path, jobs, dask, sets, quick: bool, repetitions, name, retry_failed: bool, quiet: bool,
                    keep_stale: bool = False, runner=None):
     """Shared by `sweep` and `reproduce`: runs the sweep with a progress bar
@@ -427,13 +181,13 @@ def _run_sweep_cli(scenario: str, results_dir: Path, jobs, dask, sets, quick: bo
 
     # Without [sweep.quick] settings, quick mode is the full sweep (plan.quick is then off).
     if runner is None:
-        plan = prepare(scenario, _overrides(sets), quick, repetitions)
+        plan = prepare(scenario, overrides(sets), quick, repetitions)
     else:
         key = f"{runner.name} {runner.inventory.digest}" if getattr(runner, "inventory", None) is not None else runner.name
-        plan = prepare(scenario, _overrides(sets), quick, repetitions, catalogue=runner.algorithms(), backend_key=key)
+        plan = prepare(scenario, overrides(sets), quick, repetitions, catalogue=runner.algorithms(), backend_key=key)
     doc = plan.doc
     validate_figure_specs(doc.get("figures"))
-    _warn_requirements(doc)
+    warn_requirements(doc)
     if runner is not None and (jobs is not None or dask):
         raise UsageError(f"--jobs/--dask: the {runner.name} backend runs one run at a time on its hosts")
     if repetitions_identical(plan.specs) and runner is None:
@@ -462,9 +216,9 @@ def _run_sweep_cli(scenario: str, results_dir: Path, jobs, dask, sets, quick: bo
                     err.print(f"[yellow]note:[/yellow] {stale_note(info['stale'], info['stale_builds'], info['kept_stale'])}", highlight=False, soft_wrap=True)
                 if info["skipped"]:
                     reasons = "; ".join(f"{k} ({v} runs)" for k, v in info["skip_reasons"].items())
-                    err.print(f"[yellow]warning:[/yellow] skipping {info['skipped']} runs: {_esc(reasons)}", highlight=False, soft_wrap=True)
+                    err.print(f"[yellow]warning:[/yellow] skipping {info['skipped']} runs: {esc(reasons)}", highlight=False, soft_wrap=True)
                 if not quiet:
-                    err.print(f"{_esc(info['experiment'])}: {info['runs']} runs to compute, {info['cached']} already stored "
+                    err.print(f"{esc(info['experiment'])}: {info['runs']} runs to compute, {info['cached']} already stored "
                               f"({info['simulated_s']:.0f} s simulated on {info['executor']})", highlight=False)
                 state["runs"] = info["runs"]
                 state["task"] = bar.add_task(info["experiment"], total=max(info["simulated_s"], 1e-9), runs=f"0/{info['runs']} runs")
@@ -483,7 +237,7 @@ def _run_sweep_cli(scenario: str, results_dir: Path, jobs, dask, sets, quick: bo
                                   f"{el:.0f} s elapsed, ETA {eta:.0f} s", highlight=False)
                 bar.update(state["task"], completed=info["simulated_s"], **fields)
             elif kind == "run" and not info["ok"]:
-                err.print(f"[red]run failed[/red] {info['run_id']} {_esc(str(info['params']))}: {_esc(str(info['error']))}", highlight=False, soft_wrap=True)
+                err.print(f"[red]run failed[/red] {info['run_id']} {esc(str(info['params']))}: {esc(str(info['error']))}", highlight=False, soft_wrap=True)
 
         try:
             outcome = run_sweep(plan, results_dir, executor=executor, name=name, variant="quick" if plan.quick else "",
@@ -496,7 +250,7 @@ def _run_sweep_cli(scenario: str, results_dir: Path, jobs, dask, sets, quick: bo
 
 def _sweep_backend(backend: str, inventory: Optional[Path], dry_run: bool):
     """None for the simulator (its executors), else the backend that runs each run of a sweep."""
-    runner = _backend(backend, inventory, dry_run)
+    runner = backend_runner(backend, inventory, dry_run)
     if backend == "sim":
         return None
     if backend == "linux":
@@ -510,7 +264,7 @@ def _sweep_dry_run(runner, scenario: str, sets, quick: bool, repetitions) -> Non
     from .experiments.runner import prepare
     from .scenario.model import Scenario
 
-    plan = prepare(scenario, _overrides(sets), quick, repetitions, catalogue=runner.algorithms())
+    plan = prepare(scenario, overrides(sets), quick, repetitions, catalogue=runner.algorithms())
     specs = [s for s in plan.specs if s.engine is not None]
     skipped = len(plan.specs) - len(specs)
     out_lines = [f"# {len(specs)} runs" + (f" ({skipped} skipped)" if skipped else "") + f" on {runner.inventory.name}; nothing is connected to"]
@@ -647,7 +401,7 @@ def sweep(
     if dry_run:
         _sweep_dry_run(runner, scenario, sets, quick, repetitions)
         return
-    _check_out_dir(results_dir)
+    check_out_dir(results_dir)
     try:
         doc, outcome = _run_sweep_cli(scenario, results_dir, jobs, dask, sets, quick, repetitions, name, not keep_failed, as_json, keep_stale, runner)
     finally:
@@ -683,7 +437,7 @@ def results(
         n = rebuild(directory)
         moved = f"; the old database is now {n['moved_aside']}" if n["moved_aside"] else ""
         lost = f"; {n['runs_lost']} runs stored before their rows were kept beside the records could not be recovered (run the sweep again)" if n["runs_lost"] else ""
-        err.print(f"rebuilt the database: {n['experiments']} experiments, {n['runs']} runs from their records{_esc(moved)}{lost}", highlight=False)
+        err.print(f"rebuilt the database: {n['experiments']} experiments, {n['runs']} runs from their records{esc(moved)}{lost}", highlight=False)
     if recompute:
         with Store(directory) as st:
             n = st.recompute_metrics()
@@ -719,16 +473,16 @@ def results(
         sys.stdout.write(to_delimited(rows, "," if fmt == "csv" else "\t"))
         return
     if not len(exps):
-        out.print(f"{_esc(str(directory))}: no experiments yet")
+        out.print(f"{esc(str(directory))}: no experiments yet")
         return
     for _, e in exps.iterrows():
         _emit(_points_table(res, e.experiment_id, f"{e.experiment_id}: {_status_line(res, e.experiment_id)}"))
         builds = _builds_line(res, e.experiment_id)
         if builds:
-            out.print(f"  [dim]{_esc(builds)}[/dim]", highlight=False)
+            out.print(f"  [dim]{esc(builds)}[/dim]", highlight=False)
         failed = res.runs[(res.runs.experiment_id == e.experiment_id) & (res.runs.status == "error")]
         for _, r in failed.head(5).iterrows():
-            out.print(f"  [red]failed[/red] {r.run_id}: {_esc(str(r.error))}", highlight=False)
+            out.print(f"  [red]failed[/red] {r.run_id}: {esc(str(r.error))}", highlight=False)
 
 
 @app.command()
@@ -751,7 +505,7 @@ def report(
         if not r.is_file():
             raise UsageError(f"--reference: {r}: no such file")
     index = write_report(directory, out_dir, per_run=per_run, experiments=experiment, compare=compare, references=reference,
-                         progress=(lambda m: err.print(f"[dim]{_esc(m)}[/dim]", highlight=False)) if sys.stderr.isatty() else None)
+                         progress=(lambda m: err.print(f"[dim]{esc(m)}[/dim]", highlight=False)) if sys.stderr.isatty() else None)
     out.print(f"report: [bold]{index}[/bold]")
 
 
@@ -793,7 +547,7 @@ def reproduce(
     if dry_run:
         _sweep_dry_run(runner, preset, sets, not full, repetitions)
         return
-    _check_out_dir(results_dir)
+    check_out_dir(results_dir)
     try:
         doc, outcome = _run_sweep_cli(preset, results_dir, jobs, dask, sets, not full, repetitions, None, True, False, keep_stale, runner)
     finally:
@@ -805,7 +559,7 @@ def reproduce(
     out.print(f"{outcome.computed} runs computed, {outcome.cached} already stored, {outcome.failed} failed, {outcome.skipped} skipped "
               f"in {outcome.wall_s:.1f} s")
     if not no_report:
-        index = write_report(results_dir, per_run=per_run, progress=(lambda m: err.print(f"[dim]{_esc(m)}[/dim]", highlight=False)) if sys.stderr.isatty() else None)
+        index = write_report(results_dir, per_run=per_run, progress=(lambda m: err.print(f"[dim]{esc(m)}[/dim]", highlight=False)) if sys.stderr.isatty() else None)
         page = index.parent / slug(outcome.experiment_id) / "index.html"
         figs = sorted(p.name for p in page.parent.glob("*.png"))
         out.print(f"figures: {', '.join(figs) or 'none'} in {page.parent}")
@@ -925,7 +679,7 @@ def validate(
         raise UsageError(f"--suite: unknown validation suite {suite!r}; allowed: {', '.join(VALIDATION_SETS)}")
     if backend not in ("linux", "testbed"):
         raise UsageError(f"--backend: validate compares the simulator with a kernel; allowed: linux, testbed, got {backend!r}")
-    kernel = _backend(backend, inventory, False)
+    kernel = backend_runner(backend, inventory, False)
     try:
         table, where = run_validation(suite, out_root, duration, repetitions, log=lambda s: err.print(s, highlight=False, soft_wrap=True),
                                       backend=kernel, overrides=overrides)
@@ -934,7 +688,7 @@ def validate(
             kernel.close()
     if as_json:
         print(table.to_json(orient="records"))
-        err.print(f"stored in {_esc(str(where))}")
+        err.print(f"stored in {esc(str(where))}")
         return
     cols = ("case", "metric", "sim", "kernel", "kernel min-max", "sim - kernel", "> spread", "sim, kernel's starts")
     listing = Listing([Column(c, "left" if c in ("case", "metric") else "right", no_wrap=c not in ("case", "metric")) for c in cols], [],
@@ -960,32 +714,23 @@ def version() -> None:
 
 
 def main(argv: Optional[List[str]] = None) -> None:
-    try:
-        rc = app(args=argv, standalone_mode=False)
+    """The full command line (the `ccarena` command is ``launch.main``, which
+    hands everything but plain `run` lines to this)."""
+
+    def call() -> None:
+        try:
+            rc = app(args=argv, standalone_mode=False)
+        except typer.Exit as e:
+            sys.exit(e.exit_code)
+        except typer.Abort:
+            raise KeyboardInterrupt from None
         # Recent typer versions turn Ctrl-C into a return value of 130 instead of raising.
         if isinstance(rc, int) and not isinstance(rc, bool) and rc != 0:
             if rc == 130:
                 err.print("interrupted")
             sys.exit(rc)
-    except CcarenaError as e:
-        # Escaped: messages quote scenario syntax such as [sweep], which is not markup.
-        err.print(f"[red]error:[/red] {_esc(str(e))}", highlight=False, soft_wrap=True)
-        sys.exit(2)
-    except typer.Exit as e:
-        sys.exit(e.exit_code)
-    except (typer.Abort, KeyboardInterrupt):
-        err.print("interrupted")
-        sys.exit(130)
-    except Exception as e:  # command-line usage errors and anything unexpected
-        # Usage errors of the option parser (click, vendored by typer) know how
-        # to show themselves and carry their exit status (2).
-        if hasattr(e, "show") and isinstance(getattr(e, "exit_code", None), int):
-            e.show(file=sys.stderr)
-            sys.exit(e.exit_code)
-        if os.environ.get("CCARENA_DEBUG"):
-            raise
-        err.print(f"[red]error:[/red] {type(e).__name__}: {_esc(str(e))} (set CCARENA_DEBUG=1 for details)", highlight=False, soft_wrap=True)
-        sys.exit(1)
+
+    guarded(call)
 
 
 if __name__ == "__main__":

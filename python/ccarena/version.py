@@ -11,15 +11,79 @@ carries it, so a sweep recognises runs an older build computed
 
 import functools
 import hashlib
-from importlib.metadata import PackageNotFoundError, version as _pkg_version
+import os
+import sys
 from pathlib import Path
 
 __all__ = ["__version__", "build_id", "engine_build", "python_build", "UNKNOWN_BUILD"]
 
-try:
-    __version__ = _pkg_version("ccarena")
-except PackageNotFoundError:  # running from a source tree
-    __version__ = "0.0.0+local"
+#: The version when no installed metadata names one (running from a source tree).
+LOCAL_VERSION = "0.0.0+local"
+
+
+def _metadata_version() -> str:
+    """The installed distribution's version as ``importlib.metadata.version``
+    reads it."""
+    from importlib.metadata import PackageNotFoundError, version  # only where the direct read does not apply
+
+    try:
+        return version("ccarena")
+    except PackageNotFoundError:
+        return LOCAL_VERSION
+
+
+def _read_version() -> str:
+    """The installed version, read the way ``importlib.metadata`` finds it
+    (the first directory on ``sys.path`` holding a ccarena-*.dist-info) but
+    without importing it (a noticeable share of a short run's start-up).
+    Anything this does not cover (a zip archive on the path, an egg, two
+    candidates in one directory, other metadata finders) is left to
+    ``importlib.metadata`` itself."""
+    if any(hasattr(f, "find_distributions") and f.__name__ != "PathFinder" for f in map(_finder_type, sys.meta_path)):
+        return _metadata_version()
+    for entry in sys.path:
+        root = entry or "."
+        try:
+            names = os.listdir(root)
+        except NotADirectoryError:  # a zip archive: importlib.metadata reads those
+            return _metadata_version()
+        except OSError:
+            continue
+        found = [n for n in names if _names_ccarena(n)]
+        if not found:
+            continue
+        if len(found) != 1 or not found[0].lower().endswith(".dist-info"):
+            return _metadata_version()
+        try:
+            with open(os.path.join(root, found[0], "METADATA"), encoding="utf-8") as fh:
+                for line in fh:
+                    if not line.strip():
+                        break
+                    key, sep, value = line.partition(":")
+                    if sep and key.strip().lower() == "version":
+                        return value.strip()
+        except OSError:
+            pass
+        return _metadata_version()
+    return LOCAL_VERSION
+
+
+def _finder_type(finder: object) -> type:
+    return finder if isinstance(finder, type) else type(finder)
+
+
+def _names_ccarena(name: str) -> bool:
+    """Whether a directory entry is metadata of a distribution named ccarena
+    (as importlib.metadata matches names: the part before the first '-',
+    case and '-'/'_'/'.' folded)."""
+    low = name.lower()
+    base, ext = os.path.splitext(low)
+    if ext not in (".dist-info", ".egg-info", ".egg"):
+        return False
+    return base.partition("-")[0].replace("-", "_").replace(".", "_") == "ccarena"
+
+
+__version__ = _read_version()
 
 #: The build of runs stored before builds were recorded.
 UNKNOWN_BUILD = "unknown"

@@ -1,22 +1,49 @@
 """The backends by name (``--backend sim|linux|testbed``), and ``load_scenario``: a
 scenario validated for the backend that will run it.
+
+Each backend is imported when it is first looked up: a run on the simulator
+does not load the linux backend's host probes or the testbed's SSH client.
 """
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Iterator
 
 from ..errors import ScenarioError
 from ..scenario.model import Scenario
 from .base import Backend
-from .linux import LINUX
-from .sim import SIM
-from .testbed import TESTBED
 
 __all__ = ["BACKENDS", "get_backend", "load_scenario"]
 
+# Name -> (module, attribute) of each backend, in the order messages list them.
+_WHERE = {"sim": (".sim", "SIM"), "linux": (".linux", "LINUX"), "testbed": (".testbed", "TESTBED")}
+
+
+class _Backends(Mapping):
+    """The backends by name; each module is imported on first lookup."""
+
+    def __getitem__(self, name: str) -> Backend:
+        module, attr = _WHERE[name]
+        return getattr(importlib.import_module(module, __package__), attr)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(_WHERE)
+
+    def __len__(self) -> int:
+        return len(_WHERE)
+
+    def __contains__(self, name: object) -> bool:
+        return name in _WHERE
+
+    def __repr__(self) -> str:
+        return f"BACKENDS({', '.join(_WHERE)})"
+
+
 #: ``testbed`` needs its inventory: ``BACKENDS["testbed"].configure(inventory)``.
-BACKENDS: dict[str, Backend] = {"sim": SIM, "linux": LINUX, "testbed": TESTBED}
+BACKENDS: Mapping[str, Backend] = _Backends()
 
 
 def get_backend(name: str) -> Backend:

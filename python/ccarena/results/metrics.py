@@ -30,6 +30,10 @@ from typing import TYPE_CHECKING, Any, Sequence
 import numpy as np
 import pandas as pd
 
+# Header bytes per data packet and the default MSS live in ``summary`` (the
+# CLI's summary, computed without numpy).
+from .summary import DEFAULT_MSS, HEADER_BYTES
+
 if TYPE_CHECKING:  # pragma: no cover
     from .result import RunResult
 
@@ -74,11 +78,6 @@ __all__ = [
 
 # Time scales (seconds) at which the stability metric cov_throughput_<T>s_l7 is computed.
 COV_TIMESCALES_S = (0.5, 1.0, 2.0, 5.0, 10.0)
-# Bytes of IP + TCP headers (with the timestamp option) on every data packet:
-# a full segment is MSS + 52 bytes on the wire (crates/sim/src/packet.rs HEADER_BYTES;
-# the kernel's packets carry the same 20 + 20 + 12).
-HEADER_BYTES = 52
-DEFAULT_MSS = 1448
 
 
 def wire_bytes(mss: int) -> int:

@@ -2,6 +2,10 @@
 the bottleneck's queue as pandas DataFrames, plus the summary metrics the CLI
 prints (utilisation, Jain's index, throughput ratio). A result can be saved to
 a directory (result.json + Parquet time series + the scenario) and loaded back.
+
+numpy and pandas are imported by the tables that need them, not with this
+module: `ccarena run` prints its table, its JSON and its summary from the
+record in plain Python (``summary``) and so starts without them.
 """
 
 from __future__ import annotations
@@ -11,41 +15,49 @@ import json
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
-
-import numpy as np
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from ..scenario.catalogue import Catalogue, engine_cca_names
 from ..scenario.document import parse_toml
 from ..scenario.model import Meta, Scenario
 from ..scenario.traffic import BACKGROUNDS
 from ..version import UNKNOWN_BUILD, __version__, build_id
-from .metrics import DEFAULT_MSS, goodput_capacity_bps, jain_index, link_rates_bps, throughput_ratio, web_metrics
 from .record import RunRecord, normalise
+from .summary import DEFAULT_MSS, flow_rows, plain, run_summary
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd  # for the tables only (see the module's docstring)
 
 __all__ = ["RunResult", "load_result", "read_record"]
 
 _CA_STATES = ["open", "disorder", "cwr", "recovery", "loss"]
 # Linux's "no threshold yet" (TCP_INFINITE_SSTHRESH, 0x7fffffff): NA in the frames, not a number.
 INFINITE_SSTHRESH = 2147483647
-# Column -> dtype of the time series, so a run without flows still has typed columns.
+# Column -> dtype of the time series, so a run without flows still has typed columns
+# (ca_state: a categorical of _CA_STATES).
 _TIMESERIES_DTYPES = {
     "t_s": "float64", "flow": "int32", "cwnd": "int64", "ssthresh": "Int64", "in_flight": "int64",
     "srtt_ms": "float64", "min_rtt_ms": "float64", "throughput_mbps": "float64", "delivery_rate_mbps": "float64",
-    "delivered_bytes": "int64", "retransmissions": "int64", "ca_state": pd.CategoricalDtype(_CA_STATES),
+    "delivered_bytes": "int64", "retransmissions": "int64", "ca_state": "category",
     "pacing_rate_mbps": "float64",
 }
 
 
-def _ssthresh(values: Any) -> pd.arrays.IntegerArray:
+def _ssthresh(values: Any) -> "pd.arrays.IntegerArray":
     """The slow-start thresholds as nullable integers, infinity as NA."""
+    # numpy and pandas: for the tables only (see the module's docstring)
+    import numpy as np
+    import pandas as pd  # for the tables only (see the module's docstring)
+
     a = np.asarray(values, dtype=np.int64)
     return pd.arrays.IntegerArray(a, a >= INFINITE_SSTHRESH)
 
 
 def _empty_timeseries() -> pd.DataFrame:
-    return pd.DataFrame({c: pd.Series(dtype=t) for c, t in _TIMESERIES_DTYPES.items()})
+    import pandas as pd  # for the tables only (see the module's docstring)
+
+    dtypes = {c: pd.CategoricalDtype(_CA_STATES) if t == "category" else t for c, t in _TIMESERIES_DTYPES.items()}
+    return pd.DataFrame({c: pd.Series(dtype=t) for c, t in dtypes.items()})
 
 
 @dataclass
@@ -69,6 +81,10 @@ class RunResult:
     @cached_property
     def flows(self) -> pd.DataFrame:
         """One row per flow: identity, measurement window, throughput and counters."""
+        # numpy and pandas: for the tables only (see the module's docstring)
+        import numpy as np
+        import pandas as pd  # for the tables only (see the module's docstring)
+
         rows = []
         ts = self.timeseries
         groups = self.scenario.flow_groups()
@@ -118,6 +134,10 @@ class RunResult:
     @cached_property
     def timeseries(self) -> pd.DataFrame:
         """Long format: one row per (sample time, flow)."""
+        # numpy and pandas: for the tables only (see the module's docstring)
+        import numpy as np
+        import pandas as pd  # for the tables only (see the module's docstring)
+
         frames = []
         for i, s in enumerate(self.record["flow_series"]):
             n = len(s["t_ns"])
@@ -152,12 +172,18 @@ class RunResult:
     @cached_property
     def reverse_queue(self) -> pd.DataFrame:
         """The reverse bottleneck's queue (empty when the run has none)."""
+        import pandas as pd  # for the tables only (see the module's docstring)
+
         q = self.record["reverse_queue_series"]
         return _queue_frame(q) if q else pd.DataFrame(columns=self.queue.columns)
 
     @cached_property
     def udp(self) -> pd.DataFrame:
         """One row per UDP source: rates, datagrams sent and received, loss."""
+        # numpy and pandas: for the tables only (see the module's docstring)
+        import numpy as np
+        import pandas as pd  # for the tables only (see the module's docstring)
+
         rows = []
         for i, u in enumerate(self.record["udp"]):
             window_s = max(u["window_end_ns"] - u["window_start_ns"], 0) / 1e9
@@ -178,6 +204,10 @@ class RunResult:
     @cached_property
     def udp_timeseries(self) -> pd.DataFrame:
         """Long format: one row per (sample time, UDP source), wire bytes received."""
+        # numpy and pandas: for the tables only (see the module's docstring)
+        import numpy as np
+        import pandas as pd  # for the tables only (see the module's docstring)
+
         frames = []
         for i, s in enumerate(self.record["udp_series"]):
             frames.append(
@@ -194,6 +224,10 @@ class RunResult:
     @cached_property
     def short_flows(self) -> pd.DataFrame:
         """One row per web flow: size, RTT, start and flow completion time (NaN if unfinished)."""
+        # numpy and pandas: for the tables only (see the module's docstring)
+        import numpy as np
+        import pandas as pd  # for the tables only (see the module's docstring)
+
         recs = self.record["short_flows"]
         gens = self.record["web"]
         if not recs:
@@ -228,41 +262,17 @@ class RunResult:
         the flows under study, background flows excluded; `utilization` counts
         every forward long-lived flow (background included) against the link's
         goodput capacity, `link_utilization` every byte the link sent (UDP and
-        web traffic included) against its capacity."""
-        flows = self.flows
-        link = self.record["link"]
-        window_s = (self.record["duration_ns"] - self.record["warmup_ns"]) / 1e9
-        capacity_bytes = link["window_capacity_bytes"] or link["rate_bps"] * window_s / 8
-        # The mean rate over the window (rate changes and traces included).
-        rate = capacity_bytes * 8 / window_s if window_s > 0 else link["rate_bps"]
-        studied = flows[~flows.background] if len(flows) else flows
-        thr = studied.throughput_mbps.to_numpy()
-        forward = flows[flows.direction == "forward"]
-        # Each flow's payload over the goodput capacity for its own MSS: the
-        # share of the link its packets (payload + headers) took.
-        forward_share = float(sum(t * 1e6 / goodput_capacity_bps(rate, m) for t, m in zip(forward.throughput_mbps, forward.mss))) if rate > 0 else float("nan")
-        extra: dict[str, Any] = {}
-        if len(self.udp):
-            extra["udp_throughput_mbps"] = float(self.udp.throughput_mbps.sum())
-        if self.record["web"]:
-            # The web flows that started in the measurement window, like every other summary metric.
-            web = web_metrics(self.short_flows, link_rates_bps(self.record), self.record["warmup_ns"] / 1e9, self.record["duration_ns"] / 1e9)
-            extra["web_flows"] = int(web["web_flows"])
-            extra["web_completed"] = web["web_completed"]
-            extra["median_fct_s"] = web["median_fct_s"]
-        return {
-            "utilization": forward_share,
-            "link_utilization": float(link["window_bytes_out"] / capacity_bytes) if capacity_bytes > 0 else float("nan"),
-            "jain_index": jain_index(thr),
-            "throughput_ratio": throughput_ratio(thr),
-            "aggregate_throughput_mbps": float(thr.sum()),
-            **extra,
-            "drops": int(link["drops_queue"] + link["drops_random"] + link["drops_aqm"]),
-            "ce_marks": int(link["ce_marks"]),
-            "mean_queue_packets": float(self.queue.backlog_packets[self.queue.t_s > self.record["warmup_ns"] / 1e9].mean())
-            if len(self.queue)
-            else float("nan"),
-        }
+        web traffic included) against its capacity.
+
+        Computed from the record in plain Python (``summary.run_summary``):
+        the same numbers as the formulas of ``metrics`` on ``flows``."""
+        return run_summary(self.record, self.flow_rows)
+
+    @cached_property
+    def flow_rows(self) -> list[dict[str, Any]]:
+        """The rows of ``flows`` as dicts (``flow`` first; NaN where the
+        DataFrame has NaN), computed without pandas (``summary.flow_rows``)."""
+        return flow_rows(self.scenario, self.record)
 
     @property
     def invariant_violations(self) -> list[str]:
@@ -272,10 +282,7 @@ class RunResult:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON document `ccarena run --json` prints."""
-        flows = []
-        for i, row in self.flows.reset_index().iterrows():
-            d = {k: _plain(v) for k, v in row.items()}
-            flows.append(d)
+        flows = [{k: plain(v) for k, v in row.items()} for row in self.flow_rows]
         return {
             "scenario": self.scenario.name,
             "backend": self.record.get("backend", "sim"),
@@ -284,7 +291,7 @@ class RunResult:
             "warmup_s": self.record["warmup_ns"] / 1e9,
             "bottleneck_rate_mbps": self.record["link"]["rate_bps"] / 1e6,
             "flows": flows,
-            **{k: _plain(v) for k, v in self.summary.items()},
+            **{k: plain(v) for k, v in self.summary.items()},
             "events": self.record["events"],
             "wall_time_s": self.wall_time_s,
             "version": __version__,
@@ -326,6 +333,10 @@ _SHORT_FLOW_COLUMNS = [
 
 
 def _queue_frame(q: dict) -> pd.DataFrame:
+    # numpy and pandas: for the tables only (see the module's docstring)
+    import numpy as np
+    import pandas as pd  # for the tables only (see the module's docstring)
+
     return pd.DataFrame(
         {
             "t_s": np.asarray(q["t_ns"], dtype=float) / 1e9,
@@ -377,19 +388,3 @@ def _any_algorithm(doc: dict, backend: str) -> Catalogue:
 
     catalogue = Catalogue(backend=backend, names=frozenset(names), load_files=ignore_files)
     return catalogue
-
-
-def _plain(v: Any) -> Any:
-    if isinstance(v, (np.integer,)):
-        return int(v)
-    if isinstance(v, (np.floating, float)):
-        f = float(v)
-        return None if np.isnan(f) else f
-    if v is None:
-        return None
-    try:
-        if pd.isna(v):
-            return None
-    except (TypeError, ValueError):
-        pass
-    return v

@@ -1,0 +1,215 @@
+"""Start-up of `ccarena run`: a plain run line is parsed without typer and
+printed without numpy and pandas (launch.py, results/summary.py), and what it
+prints is exactly what the DataFrame path computes (docs/performance.md,
+"Start-up")."""
+
+import json
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import ccarena
+from ccarena import cli, launch
+from ccarena.results import metrics
+from ccarena.results.summary import flow_rows, np_mean, np_sum, run_summary
+
+HEAVY = ("pandas", "numpy", "pyarrow", "duckdb", "matplotlib", "asyncssh", "dask", "scipy", "typer", "pydantic")
+
+
+@pytest.mark.parametrize("extra", [[], ["--json"]])
+def test_plain_run_imports_nothing_heavy(small_scenario, extra):
+    """`ccarena run FILE --no-save` (table or JSON) loads neither the option
+    parser nor numpy/pandas nor the other backends."""
+    code = (
+        "import sys\n"
+        "from ccarena.launch import main\n"
+        f"main(['run', {str(small_scenario)!r}, '--no-save', *{extra!r}])\n"
+        f"heavy = sorted(m for m in sys.modules if m.split('.')[0] in {HEAVY!r}"
+        " or m.startswith(('ccarena.backends.linux', 'ccarena.backends.testbed')))\n"
+        "print('HEAVY', heavy, file=sys.stderr)\n"
+    )
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert "HEAVY []" in p.stderr, p.stderr
+
+
+def test_plain_run_prints_what_the_full_command_line_prints(small_scenario, tmp_path):
+    def both(*args):
+        outs = []
+        for module in ("ccarena.launch", "ccarena.cli"):
+            p = subprocess.run([sys.executable, "-m", module, "run", str(small_scenario), *args], capture_output=True, text=True,
+                               cwd=tmp_path, env={"COLUMNS": "200", **{k: v for k, v in __import__("os").environ.items() if k != "COLUMNS"}})
+            assert p.returncode == 0, p.stderr
+            outs.append(p.stdout)
+        return outs
+
+    fast, full = both("--no-save", "--json", "--set", "run.seed=4")
+    a, b = json.loads(fast), json.loads(full)
+    a.pop("wall_time_s"), b.pop("wall_time_s")
+    assert a == b and a["seed"] == 4
+    fast, full = both("--no-save")
+
+    def strip(text):
+        return [line for line in text.splitlines() if "s wall" not in line]
+
+    assert strip(fast) == strip(full) and "Jain's index" in fast
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["run", "x.toml"],
+        ["run", "--no-save", "x.toml", "--json"],
+        ["run", "x.toml", "--set", "run.seed=3", "--set=run.duration=2s", "--out", "d/e/", "--cca-file", "a.py", "--cca-file=b.py"],
+        ["run", "x.toml", "--backend=testbed", "--inventory", "inv.toml", "--dry-run"],
+    ],
+)
+def test_plain_run_args_are_what_typer_passes(argv, monkeypatch):
+    seen = {}
+    monkeypatch.setattr(cli, "run_command", lambda *args: seen.setdefault("args", args))
+    cli.main(argv)
+    names = ["scenario", "as_json", "sets", "out_dir", "no_save", "backend", "inventory", "dry_run", "cca_files"]
+    typer_args = dict(zip(names, seen["args"]))
+    plain = launch.plain_run_args(argv)
+    for key in ("sets", "cca_files"):  # absent: typer gives None or an empty list; both mean none
+        typer_args[key] = list(typer_args[key] or []) or None
+    assert plain == typer_args
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["version"], ["run"], ["run", "--help"], ["run", "-h"], ["run", "a", "b"], ["run", "a", "--json", "--json"],
+        ["run", "a", "--out"], ["run", "a", "--out", "--json"], ["run", "a", "--set="], ["run", "a", "--bogus"], ["run", "a", "--"],
+        ["run", "a", "--json=1"], ["run", "a", "--backend", "sim", "--backend", "linux"], ["--version", "run", "a"],
+    ],
+)
+def test_anything_else_goes_to_the_full_command_line(argv):
+    assert launch.plain_run_args(argv) is None
+
+
+def test_version_is_what_importlib_metadata_reads():
+    from importlib.metadata import version
+
+    from ccarena.version import _read_version
+
+    assert ccarena.__version__ == _read_version() == version("ccarena")
+
+
+# ---------------------------------------------------------------- the same numbers as the DataFrame path
+
+
+def test_np_sum_and_mean_are_numpys_to_the_bit():
+    rng = np.random.default_rng(7)
+    for n in (0, 1, 5, 7, 8, 9, 16, 100, 127, 128, 129, 255, 1000, 8191, 8192, 8193, 20000):
+        a = rng.random(n) * 10.0 ** rng.integers(-3, 7, n)
+        assert np_sum(a.tolist()) == float(np.sum(a))
+        if n:
+            assert np_mean(a.tolist()) == float(pd.Series(a).mean())
+    b = [1.5, None, 2.25, float("nan"), 7.0]
+    assert np_mean(b) == float(pd.Series(b, dtype=float).mean())
+    assert math.isnan(np_mean([None, float("nan")]))
+
+
+def _reference_summary(r) -> dict:
+    """RunResult.summary as it was computed from the DataFrames and the formulas of ``metrics``."""
+    flows = r.flows
+    link = r.record["link"]
+    window_s = (r.record["duration_ns"] - r.record["warmup_ns"]) / 1e9
+    capacity_bytes = link["window_capacity_bytes"] or link["rate_bps"] * window_s / 8
+    rate = capacity_bytes * 8 / window_s if window_s > 0 else link["rate_bps"]
+    studied = flows[~flows.background] if len(flows) else flows
+    thr = studied.throughput_mbps.to_numpy()
+    forward = flows[flows.direction == "forward"]
+    share = float(sum(t * 1e6 / metrics.goodput_capacity_bps(rate, m) for t, m in zip(forward.throughput_mbps, forward.mss))) if rate > 0 else float("nan")
+    extra = {}
+    if len(r.udp):
+        extra["udp_throughput_mbps"] = float(r.udp.throughput_mbps.sum())
+    if r.record["web"]:
+        web = metrics.web_metrics(r.short_flows, metrics.link_rates_bps(r.record), r.record["warmup_ns"] / 1e9, r.record["duration_ns"] / 1e9)
+        extra.update(web_flows=int(web["web_flows"]), web_completed=web["web_completed"], median_fct_s=web["median_fct_s"])
+    return {
+        "utilization": share,
+        "link_utilization": float(link["window_bytes_out"] / capacity_bytes) if capacity_bytes > 0 else float("nan"),
+        "jain_index": metrics.jain_index(thr),
+        "throughput_ratio": metrics.throughput_ratio(thr),
+        "aggregate_throughput_mbps": float(thr.sum()),
+        **extra,
+        "drops": int(link["drops_queue"] + link["drops_random"] + link["drops_aqm"]),
+        "ce_marks": int(link["ce_marks"]),
+        "mean_queue_packets": float(r.queue.backlog_packets[r.queue.t_s > r.record["warmup_ns"] / 1e9].mean()) if len(r.queue) else float("nan"),
+    }
+
+
+def _same(a, b) -> bool:
+    """Equal values of equal types (as JSON sees them), NaN equal to NaN."""
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    return type(a) is type(b) and a == b
+
+
+def _check(r) -> None:
+    rows = flow_rows(r.scenario, r.record)
+    frame = [dict(row) for _, row in r.flows.reset_index().iterrows()]
+    assert [list(x) for x in rows] == [list(x) for x in frame]
+    for mine, theirs in zip(rows, frame):
+        bad = {k: (mine[k], theirs[k]) for k in mine if not _same(mine[k], theirs[k])}
+        assert not bad, bad
+    ref, got = _reference_summary(r), run_summary(r.record, rows)
+    assert list(ref) == list(got)
+    bad = {k: (got[k], ref[k]) for k in ref if not _same(float(got[k]), float(ref[k]))}
+    assert not bad, bad
+
+
+SCENARIOS = {
+    "web, a reverse finite flow": {
+        "name": "web", "network": {"bottleneck_rate": "20Mbps", "buffer": "100KB"},
+        "flows": [{"cca": "cubic", "rtt": "30ms"}, {"cca": "reno", "rtt": "40ms", "direction": "reverse", "size": "200KB"}],
+        "web": [{"load": "5Mbps", "direction": "both"}], "run": {"duration": "4s", "warmup": "1s", "seed": 3},
+    },
+    "udp": {
+        "name": "udp", "network": {"bottleneck_rate": "20Mbps", "buffer": "60p"}, "flows": [{"cca": "bbr", "rtt": "15ms", "count": 2}],
+        "udp": [{"rate": "4Mbps", "pattern": "poisson", "rtt": "15ms", "count": 2}], "run": {"duration": "3s", "warmup": "0.5s", "seed": 42},
+    },
+    "paper background": {
+        "name": "bg", "background": "paper", "network": {"bottleneck_rate": "30Mbps", "buffer": "200KB"},
+        "flows": [{"cca": "cubic", "rtt": "50ms", "count": 2}], "run": {"duration": "6.5s", "warmup": "5.5s", "seed": 2},
+    },
+    "testbed background": {
+        "name": "bgt", "background": "testbed", "network": {"bottleneck_rate": "30Mbps", "buffer": "200KB"},
+        "flows": [{"cca": "cubic", "rtt": "50ms"}], "run": {"duration": "6s", "warmup": "5s", "seed": 2},
+    },
+    "long samples": {
+        "name": "long", "network": {"bottleneck_rate": "10Mbps", "buffer": "50KB", "loss": 0.002},
+        "flows": [{"cca": "reno", "rtt": "10ms"}, {"cca": "cubic", "rtt": "80ms", "start": "0.5s"}],
+        "run": {"duration": "12s", "warmup": "0.3s", "seed": 5, "sample_interval": "1ms"},
+    },
+}
+
+
+@pytest.mark.parametrize("name", list(SCENARIOS))
+def test_summary_is_the_dataframe_paths(name):
+    _check(ccarena.run(SCENARIOS[name]))
+
+
+def test_summary_of_a_kernel_like_record():
+    """A record as the linux backend makes it: no counters it cannot measure,
+    missing sRTT samples, no UDP, web or reverse sections."""
+    r = ccarena.run(SCENARIOS["long samples"])
+    rec = json.loads(json.dumps(r.record))
+    rec["backend"] = "linux"
+    for key in ("udp", "udp_series", "web", "short_flows", "reverse_link", "reverse_queue_series"):
+        rec.pop(key)
+    for f in rec["flows"]:
+        f.pop("direction"), f.pop("background")
+        f["counters"].pop("skbs_sent"), f["counters"].pop("acks_sent")
+    rec["flows"][0]["size_bytes"] = 1000000
+    srtt = rec["flow_series"][1]["srtt_us"]
+    srtt[len(srtt) // 2] = None
+    rec["flow_series"] = rec["flow_series"][:1] + [dict(rec["flow_series"][1], srtt_us=srtt)]
+    k = type(r)(scenario=r.scenario, record=rec, build="x")
+    _check(k)
