@@ -105,7 +105,7 @@ def bench(
     from rich.table import Table  # rich: on first output
 
     from .experiments.bench import BENCH_SCENARIOS  # the engine
-    from .experiments.bench import bench as run_bench
+    from .experiments.bench import bench as run_bench  # the engine
 
     results = [run_bench(s, repeat=repeat, instructions=instructions) for s in (scenarios or BENCH_SCENARIOS)]
     if as_json:
@@ -674,7 +674,7 @@ def validate(
     for s in sets or []:
         if "=" not in s and s in VALIDATION_SETS:
             raise UsageError(f"validate: the suite is chosen with --suite (--set overrides scenario fields); use --suite {s}")
-    overrides = _overrides(sets)
+    scenario_overrides = overrides(sets)
     if suite not in VALIDATION_SETS:
         raise UsageError(f"--suite: unknown validation suite {suite!r}; allowed: {', '.join(VALIDATION_SETS)}")
     if backend not in ("linux", "testbed"):
@@ -682,7 +682,7 @@ def validate(
     kernel = backend_runner(backend, inventory, False)
     try:
         table, where = run_validation(suite, out_root, duration, repetitions, log=lambda s: err.print(s, highlight=False, soft_wrap=True),
-                                      backend=kernel, overrides=overrides)
+                                      backend=kernel, overrides=scenario_overrides)
     finally:
         if hasattr(kernel, "close"):
             kernel.close()
