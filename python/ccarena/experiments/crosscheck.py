@@ -113,6 +113,9 @@ def validation_cases(name: str, duration_s: float | None = None, repetitions: in
                             cid,
                             {
                                 "name": cid,
+                                # The linux backend's flows are iperf3 tests: the
+                                # simulator starts its flows the same way.
+                                "startup": "iperf3",
                                 "network": {"bottleneck_rate": f"{rate}Mbps", "buffer": _buffer(buffer, rate)},
                                 "flows": [{"cca": cca, "rtt": f"{r0}ms"}, {"cca": cca, "rtt": f"{r1}ms"}],
                                 "run": {"duration": f"{dur:g}s", "warmup": f"{warm:g}s"},
@@ -199,6 +202,7 @@ def run_validation(
                 # The measured starts are the starts: no extra random jitter,
                 # no tool's start-up exchange before them.
                 paired.setdefault("run", {})["start_jitter"] = "0s"
+                paired.pop("startup", None)
                 paired_overrides = {k: v for k, v in overrides.items() if not k.endswith("startup") and not k.startswith("run.start_jitter")}
                 rp = SIM.run(Scenario.from_dict(paired, catalogue=sim).with_overrides(paired_overrides))
                 rp.save(out / "runs" / cid / f"sim_kernel_starts-seed{seed}")
