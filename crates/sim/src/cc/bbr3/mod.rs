@@ -20,7 +20,7 @@
 //! the `skb_marked_lost` hook. ECN is used, as in v3, only where the route is
 //! configured as a low-threshold ECN path (`ecn_low`, off by default) and the
 //! connection negotiated ECN. Where this file departs from v3 (no PLB, no
-//! TLP-recovery event, the stack's TSO autosizing) `docs/algorithms.md` says so.
+//! TLP-recovery event, the stack's TSO autosizing) `docs/fidelity.md` says so.
 
 use super::params::{declare_params, CcaInfo, Params};
 use super::{CaEvent, CaState, CongestionControl, LostSkb, PacingStatus, RateSample, TcpSock, INFINITE_SSTHRESH};
