@@ -125,7 +125,9 @@ pub(super) fn mark_skb_lost(board: &mut Scoreboard, sock: &mut TcpSock, seq: u32
                 tx_app_limited: seg.tx_app_limited,
                 has_tx_state: seg.tx_delivered_mstamp != 0,
             };
-            board.lost_log.as_mut().unwrap().push(skb);
+            if let Some(log) = board.lost_log.as_mut() {
+                log.push(skb);
+            }
         }
     }
     board.ts_unlink(seq);
