@@ -79,7 +79,7 @@ def test_algorithms_the_engine_lacks_are_skipped_with_a_reason(monkeypatch):
         ({"cca": ["reno"], "flows[0].cca": ["cubic"]}, "sweep.flows[0].cca", "also sets"),
         ({"flows[5].rtt": ["1ms"]}, "sweep.flows[5].rtt", "does not exist"),
         ({"bottleneck_rate": ["fast"]}, "sweep.bottleneck_rate[0]", "such as '400Mbps'"),
-        ({"cca": ["cubic", "cubc"]}, "sweep.cca[1]", "unknown congestion control 'cubc'; allowed: bbr, bic, cdg, cubic"),
+        ({"cca": ["cubic", "cubc"]}, "sweep.cca[1]", "unknown congestion control 'cubc'; allowed: bbr, bbr3, bic, cdg, cubic"),
     ],
 )
 def test_errors_name_the_sweep_field(sweep, field, fragment):

@@ -7,6 +7,7 @@
 //! functions) are methods of `TcpSock`. One algorithm lives in one file.
 
 pub mod bbr;
+pub mod bbr3;
 pub mod bic;
 pub mod cdg;
 pub mod cubic;
@@ -110,6 +111,19 @@ pub struct RateSample {
     pub last_end_seq: u32,
     /// Send time (us) of the sampled packet's first-sent-in-flight packet.
     pub(crate) first_tx_at_send: u64,
+    // Fields of BBRv3's rate sample (google/bbr v3 `struct rate_sample`).
+    /// Packets in flight just after the sampled packet left, itself included
+    /// (v3 `tx_in_flight`).
+    pub tx_in_flight: u32,
+    /// Packets marked lost between the sampled packet's send and now (v3
+    /// `lost`: `tp->lost` minus its value at send).
+    pub lost: u32,
+    /// Packets delivered with an ECE echo over the interval (v3 `delivered_ce`).
+    pub delivered_ce: i64,
+    /// This ACK carried ECE on an ECN connection (v3 `is_ece`).
+    pub is_ece: bool,
+    pub(crate) prior_lost: u32,
+    pub(crate) prior_delivered_ce: u32,
 }
 
 impl Default for RateSample {
@@ -130,6 +144,12 @@ impl Default for RateSample {
             is_ack_delayed: false,
             last_end_seq: 0,
             first_tx_at_send: 0,
+            tx_in_flight: 0,
+            lost: 0,
+            delivered_ce: 0,
+            is_ece: false,
+            prior_lost: 0,
+            prior_delivered_ce: 0,
         }
     }
 }
@@ -145,6 +165,22 @@ pub struct AckArrival {
     pub rx_ns: u64,
     pub now_ns: u64,
     pub tsecr: u32,
+}
+
+/// What `skb_marked_lost` learns about a segment the stack has just marked
+/// lost: its send-time snapshot (Linux `tcp_skb_cb.tx`, as BBRv3's stack
+/// patches carry it). One segment, so Linux's `tcp_skb_pcount` is 1.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LostSkb {
+    /// Packets in flight just after the segment left, itself included.
+    pub tx_in_flight: u32,
+    /// `tp.lost` now minus `tp.lost` when the segment left (so at least 1).
+    pub lost: u32,
+    /// The segment left while the sender was application limited.
+    pub tx_app_limited: bool,
+    /// False if the segment's send snapshot was already consumed (SACKed and
+    /// reneged); Linux tests `tx.delivered_mstamp` for this.
+    pub has_tx_state: bool,
 }
 
 /// Whether the sender paces its packets (Linux `sk_pacing_status`).
@@ -193,6 +229,8 @@ pub struct TcpSock {
     pub delivered_mstamp: u64,
     /// Total packets marked lost, Linux `tp->lost`.
     pub lost: u32,
+    /// Packets delivered by ACKs that carried ECE (Linux `tp->delivered_ce`).
+    pub delivered_ce: u32,
     /// Reordering degree in packets (Linux `tp->reordering`, default 3).
     pub reordering: u32,
 
@@ -261,6 +299,7 @@ impl TcpSock {
             delivered: 0,
             delivered_mstamp: 0,
             lost: 0,
+            delivered_ce: 0,
             reordering: 3,
             srtt_us8: 0,
             rtt_min: MinMax::new_min(0, u32::MAX),
@@ -464,6 +503,17 @@ pub trait CongestionControl: Send {
     fn min_tso_segs(&self, _tp: &TcpSock) -> Option<u32> {
         None
     }
+
+    /// True if the algorithm wants `skb_marked_lost` (the stack only records
+    /// the lost segments' details for such algorithms).
+    fn wants_skb_marked_lost(&self) -> bool {
+        false
+    }
+
+    /// Called for each segment the stack marks lost (Linux `tcp_mark_skb_lost`
+    /// calling `skb_marked_lost`, a hook of BBRv3's stack patches), before any
+    /// other hook runs for the event that marked it.
+    fn skb_marked_lost(&mut self, _tp: &mut TcpSock, _skb: &LostSkb) {}
 
     /// Whether the algorithm needs the stack's SACK on or off (`newreno` turns it
     /// off); `None` leaves the scenario's `tcp.sack` in force.

@@ -34,6 +34,7 @@ const ENTRIES: &[Entry] = &[
     Entry { info: super::htcp::info, build: super::htcp::build },
     Entry { info: super::scalable::info, build: super::scalable::build },
     Entry { info: super::bbr::info, build: super::bbr::build },
+    Entry { info: super::bbr3::info, build: super::bbr3::build },
     Entry { info: super::fast::info, build: super::fast::build },
     Entry { info: super::nv::info, build: super::nv::build },
     Entry { info: super::cdg::info, build: super::cdg::build },
@@ -42,7 +43,7 @@ const ENTRIES: &[Entry] = &[
 
 /// Rules on an algorithm's parameters beyond their declared ranges (a Linux
 /// module that refuses to load with such values), by algorithm name.
-const CHECKS: &[(&str, ParamCheck)] = &[("cdg", super::cdg::check)];
+const CHECKS: &[(&str, ParamCheck)] = &[("cdg", super::cdg::check), ("bbr3", super::bbr3::check)];
 
 type ParamCheck = fn(&Params) -> Result<(), String>;
 

@@ -10,6 +10,7 @@
 //!   lowest sequence first (the order `tcp_xmit_retransmit_queue` uses),
 //!   validated lazily when popped.
 
+use crate::cc::LostSkb;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
@@ -39,6 +40,10 @@ pub struct SegState {
     pub tx_first_tx_mstamp: u64,
     pub tx_app_limited: bool,
     pub tx_in_flight: u32,
+    /// `tp.lost` and `tp.delivered_ce` at the latest transmission (the BBRv3
+    /// stack's `tx.lost`, `tx.delivered_ce`).
+    pub tx_lost: u32,
+    pub tx_delivered_ce: u32,
     prev: u32,
     next: u32,
     linked: bool,
@@ -54,6 +59,8 @@ impl SegState {
             tx_first_tx_mstamp: 0,
             tx_app_limited: false,
             tx_in_flight: 0,
+            tx_lost: 0,
+            tx_delivered_ce: 0,
             prev: NIL,
             next: NIL,
             linked: false,
@@ -69,11 +76,21 @@ pub struct Scoreboard {
     ts_head: u32,
     ts_tail: u32,
     lost_heap: BinaryHeap<Reverse<u32>>,
+    /// Segments newly marked lost and not yet reported to the congestion
+    /// control's `skb_marked_lost`; `None` when the algorithm does not ask.
+    pub lost_log: Option<Vec<LostSkb>>,
 }
 
 impl Scoreboard {
     pub fn new() -> Scoreboard {
-        Scoreboard { segs: VecDeque::new(), una: 0, ts_head: NIL, ts_tail: NIL, lost_heap: BinaryHeap::new() }
+        Scoreboard {
+            segs: VecDeque::new(),
+            una: 0,
+            ts_head: NIL,
+            ts_tail: NIL,
+            lost_heap: BinaryHeap::new(),
+            lost_log: None,
+        }
     }
 
     pub fn una(&self) -> u32 {

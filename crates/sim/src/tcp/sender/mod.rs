@@ -192,6 +192,9 @@ pub struct TcpSender {
     // ECN.
     ecn_ok: bool,
     queue_cwr: bool,
+    /// The ACK being processed carries ECE on an ECN connection (Linux
+    /// `flag & FLAG_ECE`, which `tcp_count_delivered` reads).
+    ece_ack: bool,
 
     pub counters: FlowCounters,
     /// The last valid delivery-rate sample, bit/s.
@@ -263,6 +266,7 @@ impl TcpSender {
             last_skb_seq: 0,
             ecn_ok: false,
             queue_cwr: false,
+            ece_ack: false,
             counters: FlowCounters { start_ns: u64::MAX, ..Default::default() },
             last_delivery_rate_bps: 0,
         }
@@ -440,6 +444,9 @@ impl TcpSender {
         self.snd_wnd = self.snd_wnd_end;
         self.max_window = self.snd_wnd;
         self.sock.lsndtime = self.sock.jiffies;
+        if self.cc.wants_skb_marked_lost() {
+            self.board.lost_log = Some(Vec::new());
+        }
         self.cc.init(&mut self.sock);
         // As in Linux, an algorithm with `cong_control` (BBR) sets its own
         // initial pacing rate in `init`.
@@ -570,6 +577,7 @@ impl TcpSender {
         let mut rs = RateSample::default();
         let mut flag = 0u32;
         let mut rexmit = Rexmit::None;
+        self.ece_ack = false;
 
         self.rcv_tsecr = a.tsecr;
         let arrival =
@@ -616,6 +624,7 @@ impl TcpSender {
             }
             if a.ece && self.ecn_ok {
                 flag |= FLAG_ECE;
+                self.ece_ack = true;
                 ev |= CA_ACK_ECE;
             }
             if sack_state.sack_delivered > 0 {
@@ -657,6 +666,7 @@ impl TcpSender {
         let delivered = self.sock.delivered - prior_delivered;
         let lost = self.sock.lost - prior_lost;
         rs.is_ack_delayed = flag & FLAG_ACK_MAYBE_DELAYED != 0;
+        rs.is_ece = flag & FLAG_ECE != 0;
         if let Some(bps) = self.rate.gen(&mut self.sock, delivered, lost, is_sack_reneg, &mut rs, self.cfg.mss) {
             self.last_delivery_rate_bps = bps;
         }
@@ -678,8 +688,29 @@ impl TcpSender {
         }
     }
 
+    /// Linux `tcp_count_delivered`.
     fn count_delivered(&mut self, n: u32) {
         self.sock.delivered += n;
+        if self.ece_ack {
+            self.sock.delivered_ce += n;
+        }
+    }
+
+    /// Reports the segments just marked lost to an algorithm that asked
+    /// (`skb_marked_lost`), in the order they were marked.
+    fn notify_skbs_marked_lost(&mut self) {
+        let Some(log) = self.board.lost_log.as_mut() else { return };
+        if log.is_empty() {
+            return;
+        }
+        let lost = std::mem::take(log);
+        for skb in &lost {
+            self.cc.skb_marked_lost(&mut self.sock, skb);
+        }
+        // Hand the buffer back so that later marks reuse its allocation.
+        let mut lost = lost;
+        lost.clear();
+        self.board.lost_log = Some(lost);
     }
 
     fn ack_is_dubious(&self, flag: u32) -> bool {

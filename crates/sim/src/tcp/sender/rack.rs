@@ -152,7 +152,9 @@ impl TcpSender {
     pub(super) fn rack_detect_loss(&mut self) -> u32 {
         let reo_wnd = self.rack.reo_wnd(&self.sock, self.reord_seen, self.rtt.srtt_us());
         let now = self.now_us();
-        self.rack.detect_loss(&mut self.board, &mut self.sock, reo_wnd, now)
+        let timeout = self.rack.detect_loss(&mut self.board, &mut self.sock, reo_wnd, now);
+        self.notify_skbs_marked_lost();
+        timeout
     }
 
     /// Linux `tcp_rack_mark_lost`: runs the detection if an ACK moved RACK and
@@ -214,6 +216,7 @@ impl TcpSender {
                 return;
             }
             mark_skb_lost(&mut self.board, &mut self.sock, head);
+            self.notify_skbs_marked_lost();
         }
     }
 }

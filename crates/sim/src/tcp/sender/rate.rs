@@ -12,6 +12,15 @@ use crate::packet::{sent_after, seq_after};
 use super::super::scoreboard::{SegState, RETRANS, SACKED_ACKED};
 use crate::cc::{RateSample, TcpSock};
 
+/// BBRv3's `tx.in_flight` of a segment: the packets in flight just after it
+/// left, itself included. The sender stamps `tx_in_flight` after counting a
+/// retransmission in `retrans_out` but before counting new data in
+/// `packets_out`, so only new data needs its own packet added.
+#[inline]
+pub(super) fn tx_in_flight_after_send(seg: &SegState) -> u32 {
+    seg.tx_in_flight + u32::from(seg.sacked & RETRANS == 0)
+}
+
 /// The rate sampler's own state (Linux `tp->first_tx_mstamp`).
 #[derive(Clone, Debug, Default)]
 pub(super) struct RateSampler {
@@ -37,6 +46,8 @@ impl RateSampler {
         seg.tx_delivered = sock.delivered;
         seg.tx_app_limited = sock.app_limited != 0;
         seg.tx_in_flight = in_flight;
+        seg.tx_lost = sock.lost;
+        seg.tx_delivered_ce = sock.delivered_ce;
     }
 
     /// Linux `tcp_rate_skb_delivered`: the most recently sent of the segments
@@ -57,6 +68,9 @@ impl RateSampler {
             self.first_tx_mstamp = tx;
             rs.first_tx_at_send = seg.tx_first_tx_mstamp;
             rs.snd_interval_us = tx as i64 - seg.tx_first_tx_mstamp as i64;
+            rs.tx_in_flight = tx_in_flight_after_send(seg);
+            rs.prior_lost = seg.tx_lost;
+            rs.prior_delivered_ce = seg.tx_delivered_ce;
         }
         // A SACKed segment must not give a second sample when it is
         // cumulatively acknowledged later.
@@ -92,6 +106,8 @@ impl RateSampler {
             return None;
         }
         rs.delivered = (sock.delivered - rs.prior_delivered) as i64;
+        rs.delivered_ce = sock.delivered_ce.wrapping_sub(rs.prior_delivered_ce) as i64;
+        rs.lost = sock.lost.wrapping_sub(rs.prior_lost);
         // Sending and acknowledging a window are two pipeline phases; the
         // longer one bounds the rate (ACK compression shortens the second).
         let snd_us = rs.snd_interval_us;

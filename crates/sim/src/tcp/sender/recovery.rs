@@ -23,7 +23,8 @@ use super::{
     tsopt_ecr_before, Rexmit, TcpSender, FLAG_DATA_SACKED, FLAG_DSACK_TLP, FLAG_ECE, FLAG_LOST_RETRANS, FLAG_NOT_DUP,
     FLAG_ORIG_SACK_ACKED, FLAG_SND_UNA_ADVANCED, MAX_REORDERING,
 };
-use crate::cc::{CaEvent, CaState, TcpSock, INFINITE_SSTHRESH};
+use super::rate::tx_in_flight_after_send;
+use crate::cc::{CaEvent, CaState, LostSkb, TcpSock, INFINITE_SSTHRESH};
 
 /// The state of a loss-recovery or cwnd-reduction episode (Linux `tcp_sock`
 /// fields of the same names).
@@ -116,6 +117,18 @@ pub(super) fn mark_skb_lost(board: &mut Scoreboard, sock: &mut TcpSock, seq: u32
         sock.lost += 1;
         board.get_mut(seq).sacked |= LOST;
         board.queue_retransmit(seq);
+        if board.lost_log.is_some() {
+            let seg = board.get(seq);
+            let skb = LostSkb {
+                tx_in_flight: tx_in_flight_after_send(seg),
+                lost: sock.lost.wrapping_sub(seg.tx_lost),
+                tx_app_limited: seg.tx_app_limited,
+                has_tx_state: seg.tx_delivered_mstamp != 0,
+            };
+            if let Some(log) = board.lost_log.as_mut() {
+                log.push(skb);
+            }
+        }
     }
     board.ts_unlink(seq);
 }

@@ -196,6 +196,7 @@ impl TcpSender {
             }
             mark_skb_lost(&mut self.board, &mut self.sock, seq);
         }
+        self.notify_skbs_marked_lost();
     }
 }
 
