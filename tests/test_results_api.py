@@ -109,9 +109,14 @@ def test_runs_too_short_are_flagged(results):
     rid = runs.run_id.iloc[0]
     fl = res.flows[res.flows.run_id == rid].set_index("flow")
     ts = res.timeseries(rid)
+    counts = []
     for i, f in fl.iterrows():
         n = congestion_epochs(ts[ts.flow == i], f.window_start_s, f.window_end_s)
-        assert n == f.congestion_epochs_l4 and n >= 1  # both flows leave slow start in the window
+        assert n == f.congestion_epochs_l4
+        counts.append(n)
+    # Not trivially zero: the CUBIC flow changes ssthresh inside the window (the
+    # 80 ms Reno flow may leave slow start before it and see no loss in it).
+    assert max(counts) >= 1
     assert runs.set_index("run_id").min_congestion_epochs[rid] == fl.congestion_epochs_l4.min()
     # On hand-made samples: leaving slow start (NA -> 20) is an epoch, 20 -> 30 another.
     samples = pd.DataFrame({"t_s": [0.1, 0.2, 0.3, 0.4], "ssthresh": pd.array([None, None, 20, 30], dtype="Int64")})
