@@ -11,6 +11,7 @@ pub mod bic;
 pub mod cdg;
 pub mod cubic;
 pub mod cubic2008;
+pub mod dctcp;
 pub mod fast;
 pub mod highspeed;
 pub mod htcp;
@@ -191,6 +192,9 @@ pub struct TcpSock {
     pub delivered: u32,
     /// Time (us) `delivered` last changed.
     pub delivered_mstamp: u64,
+    /// Of `delivered`, the packets delivered by ACKs that carried ECE (Linux
+    /// `tp->delivered_ce`, counted for an ECN connection).
+    pub delivered_ce: u32,
     /// Total packets marked lost, Linux `tp->lost`.
     pub lost: u32,
     /// Reordering degree in packets (Linux `tp->reordering`, default 3).
@@ -260,6 +264,7 @@ impl TcpSock {
             retrans_out: 0,
             delivered: 0,
             delivered_mstamp: 0,
+            delivered_ce: 0,
             lost: 0,
             reordering: 3,
             srtt_us8: 0,
@@ -463,6 +468,21 @@ pub trait CongestionControl: Send {
     /// (`None`: the stack's `tcp_min_tso_segs`, 2).
     fn min_tso_segs(&self, _tp: &TcpSock) -> Option<u32> {
         None
+    }
+
+    /// Linux `TCP_CONG_NEEDS_ECN` (DCTCP): the connection negotiates ECN
+    /// whatever `tcp.ecn` says, and every data packet is ECN-capable,
+    /// retransmissions included (Linux `INET_ECN_xmit` on the socket).
+    fn needs_ecn(&self) -> bool {
+        false
+    }
+
+    /// Whether the receiving socket, running the same algorithm, echoes the
+    /// CE state of each data segment (DCTCP's `dctcp_ece_ack_update`: ECE
+    /// exactly on ACKs of CE segments, and an immediate ACK when the state
+    /// changes) instead of RFC 3168's ECE until CWR. Only with `needs_ecn`.
+    fn ce_state_acks(&self) -> bool {
+        false
     }
 
     /// Whether the algorithm needs the stack's SACK on or off (`newreno` turns it

@@ -187,6 +187,11 @@ pub struct TcpSender {
     // ECN.
     ecn_ok: bool,
     queue_cwr: bool,
+    /// The algorithm needs ECN (Linux `tcp_ca_needs_ecn`, DCTCP).
+    ca_needs_ecn: bool,
+    /// The ACK being processed carried ECE (what Linux passes as `ece_ack`
+    /// to `tcp_count_delivered`).
+    ece_ack: bool,
 
     pub counters: FlowCounters,
     /// The last valid delivery-rate sample, bit/s.
@@ -210,6 +215,7 @@ impl TcpSender {
             }
             None => (None, mss),
         };
+        let ca_needs_ecn = cc.needs_ecn();
         let mut sock = TcpSock::new(mss, cfg.hz, cfg.initial_cwnd);
         if cfg.pacing || cc.wants_pacing() {
             sock.pacing_status = PacingStatus::Needed;
@@ -256,6 +262,8 @@ impl TcpSender {
             skb_bytes: None,
             ecn_ok: false,
             queue_cwr: false,
+            ca_needs_ecn,
+            ece_ack: false,
             counters: FlowCounters { start_ns: u64::MAX, ..Default::default() },
             last_delivery_rate_bps: 0,
         }
@@ -428,7 +436,8 @@ impl TcpSender {
         if self.syn_attempts > 0 {
             self.sock.cwnd = 1;
         }
-        self.ecn_ok = self.cfg.ecn;
+        // An algorithm that needs ECN negotiates it whatever net.ipv4.tcp_ecn says.
+        self.ecn_ok = self.cfg.ecn || self.ca_needs_ecn;
         self.snd_wnd_end = (self.cfg.rcvbuf / self.cfg.mss as u64).min(u32::MAX as u64 / 2) as u32;
         self.snd_wnd = self.snd_wnd_end;
         self.max_window = self.snd_wnd;
@@ -545,6 +554,7 @@ impl TcpSender {
         let mut rs = RateSample::default();
         let mut flag = 0u32;
         let mut rexmit = Rexmit::None;
+        self.ece_ack = false;
 
         self.rcv_tsecr = a.tsecr;
         let arrival =
@@ -592,6 +602,7 @@ impl TcpSender {
             if a.ece && self.ecn_ok {
                 flag |= FLAG_ECE;
                 ev |= CA_ACK_ECE;
+                self.ece_ack = true;
             }
             if sack_state.sack_delivered > 0 {
                 self.count_delivered(sack_state.sack_delivered);
@@ -653,8 +664,12 @@ impl TcpSender {
         }
     }
 
+    /// Linux `tcp_count_delivered`.
     fn count_delivered(&mut self, n: u32) {
         self.sock.delivered += n;
+        if self.ece_ack {
+            self.sock.delivered_ce += n;
+        }
     }
 
     fn ack_is_dubious(&self, flag: u32) -> bool {
