@@ -235,6 +235,40 @@ def test_bpf_algorithms_run_and_are_unregistered(tmp_path):
     assert set(kernel_ccas()) == before  # registered for the run only
 
 
+def test_step_queue_maps_onto_red_and_dctcp_receivers_run_dctcp():
+    from ccarena.backends.linux.mapping import receiver_sysctls, step_red_args
+
+    # K = 20 packets = 20 full frames; max one byte above; the smallest burst tc takes.
+    args = step_red_args({"kind": "step", "threshold": {"packets": 20}}, 151_400, 50_000_000)
+    assert args.startswith("red limit 151400 min 30280 max 30281 avpkt 1514 burst 20 probability 1.0 ") and args.endswith(" ecn")
+    assert "min 30000 max 30001" in step_red_args({"kind": "step", "threshold": {"bytes": 30_000}}, 151_400, 50_000_000)
+    assert receiver_sysctls({"cca": "dctcp", "tcp": {}})["net.ipv4.tcp_congestion_control"] == "dctcp"
+    assert "net.ipv4.tcp_congestion_control" not in receiver_sysctls({"cca": "cubic", "tcp": {}})
+
+
+@needs_linux
+@pytest.mark.skipif("dctcp" not in bpf_ccas() and "dctcp" not in kernel_ccas(), reason="no dctcp: neither the kernel's nor the BPF one (make setup)")
+def test_dctcp_runs_on_linux(tmp_path):
+    """DCTCP (the kernel's, or the project's BPF struct_ops) for a few seconds:
+    over the step queue where the kernel has RED (CE marks, no loss), else over
+    drop-tail, where without marks it runs as Reno."""
+    from ccarena.backends.linux.cleanup import live_runs
+    from ccarena.backends.linux.host import has_red
+
+    step = has_red()
+    f = tmp_path / "dctcp.toml"
+    text = CI_SCENARIO.replace('"reno"', '"dctcp"').replace('"cubic"', '"dctcp"').replace('"10s"', '"5s"').replace('"2s"', '"1s"')
+    if step:
+        text = text.replace('buffer = "1bdp"', 'buffer = "1bdp"\nqdisc = { kind = "step", threshold = "20p" }')
+    f.write_text(text)
+    _wait_for(lambda: not live_runs(), 15)
+    doc = json.loads(cli("run", str(f), "--backend", "linux", "--json", "--no-save", check=True).stdout)
+    assert [fl["cca"] for fl in doc["flows"]] == ["dctcp", "dctcp"]
+    assert doc["utilization"] > 0.8 and all(fl["throughput_mbps"] > 2 for fl in doc["flows"])
+    if step:
+        assert doc["ce_marks"] > 0 and all(fl["retransmissions"] == 0 for fl in doc["flows"])
+
+
 def _wait_for(condition, seconds: float) -> None:
     deadline = time.time() + seconds
     while time.time() < deadline and not condition():

@@ -146,6 +146,9 @@ def test_qdisc_defaults_to_drop_tail_and_resolves_names_and_tables():
         ({"kind": "fq_codel", "quantum": "100B"}, "network.qdisc.quantum", "at least 256 bytes"),
         ({"kind": "pie", "beta": 3}, "network.qdisc.beta", "[0, 2]"),
         ({"kind": "pie", "tupdate": 0}, "network.qdisc.tupdate", "positive"),
+        ({"kind": "step"}, "network.qdisc.threshold", "missing required field"),
+        ({"kind": "step", "threshold": "20 parcels"}, "network.qdisc.threshold", "packets ('200p')"),
+        ({"kind": "step", "threshold": "20p", "ecn": True}, "network.qdisc.ecn", "unknown field; allowed: kind, threshold"),
     ],
 )
 def test_qdisc_errors_name_the_field_and_what_is_allowed(qdisc, field, fragment):
@@ -238,3 +241,27 @@ def test_cca_params_of_the_wrong_type_name_the_parameter(params, fragment):
     with pytest.raises(ScenarioError) as e:
         Scenario.from_dict(dict(BASE, web=[{"load": "1Mbps", "cca": "cubic", "cca_params": params}]))
     assert e.value.field == f"web[0].cca_params.{next(iter(params))}" and e.value.message == fragment
+
+
+def test_dctcp_over_a_step_queue_marks_and_loses_nothing():
+    """DCTCP negotiates ECN by itself (tcp.ecn stays off) and holds the step
+    queue near its threshold: marks, no drops, no retransmissions."""
+    from ccarena.backends import sim as api
+
+    q = Scenario.from_dict(doc(**{"network.qdisc": {"kind": "step", "threshold": "30KB"}})).engine["network"]["qdisc"]
+    assert q == {"kind": "step", "threshold": {"bytes": 30_000}}
+    d = doc(**{
+        "network.bottleneck_rate": "50Mbps",
+        "network.buffer": "500p",
+        "network.qdisc": {"kind": "step", "threshold": "20p"},
+        "flows[0].cca": "dctcp",
+        "flows[0].count": 2,
+        "run.duration": "6s",
+    })
+    r = api.run(d)
+    link = r.record["link"]
+    assert link["qdisc"]["kind"] == "step"
+    assert link["ce_marks"] > 0 and link["drops_queue"] == 0 and link["drops_aqm"] == 0
+    assert (r.flows.retransmissions == 0).all()
+    with pytest.raises(ScenarioError, match=r"flows\[0\].cca_params.shift_g: must be in 0..10"):
+        Scenario.from_dict(doc(**{"flows[0].cca": "dctcp", "flows[0].cca_params": {"shift_g": 11}}))

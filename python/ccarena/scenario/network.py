@@ -86,7 +86,8 @@ def resolve_loss(value: Any, where: str) -> dict:
 # ---------------------------------------------------------------- queue discipline
 
 def resolve_qdisc(value: Any, where: str, bdp_bytes: Callable[[float], int]) -> dict:
-    """`qdisc = "codel"` or `qdisc = { kind = "red", min = "30p", ... }` in
+    """`qdisc = "codel"`, `qdisc = { kind = "red", min = "30p", ... }` or
+    `qdisc = { kind = "step", threshold = "20p" }` in
     engine form; `bdp_bytes(multiple)` converts a `bdp` queue size to bytes."""
     named = isinstance(value, str)
     if named:
@@ -102,6 +103,9 @@ def resolve_qdisc(value: Any, where: str, bdp_bytes: Callable[[float], int]) -> 
         raise ScenarioError(w, f"unknown queue discipline {excerpt(kind)}; allowed: {', '.join(kinds)}{did_you_mean(kind, kinds)}")
     fields = schema.fields("qdisc", kind)
     check_keys(value, set(fields) | {"kind"}, where)
+    for key, f in fields.items():
+        if f["required"]:  # the step queue's threshold
+            require(value, key, where)
     out: dict[str, Any] = {"kind": kind}
     for key, v in value.items():
         if key == "kind":

@@ -12,6 +12,7 @@ pub mod bic;
 pub mod cdg;
 pub mod cubic;
 pub mod cubic2008;
+pub mod dctcp;
 pub mod fast;
 pub mod highspeed;
 pub mod htcp;
@@ -227,10 +228,11 @@ pub struct TcpSock {
     pub delivered: u32,
     /// Time (us) `delivered` last changed.
     pub delivered_mstamp: u64,
+    /// Of `delivered`, the packets delivered by ACKs that carried ECE (Linux
+    /// `tp->delivered_ce`, counted for an ECN connection).
+    pub delivered_ce: u32,
     /// Total packets marked lost, Linux `tp->lost`.
     pub lost: u32,
-    /// Packets delivered by ACKs that carried ECE (Linux `tp->delivered_ce`).
-    pub delivered_ce: u32,
     /// Reordering degree in packets (Linux `tp->reordering`, default 3).
     pub reordering: u32,
 
@@ -514,6 +516,21 @@ pub trait CongestionControl: Send {
     /// calling `skb_marked_lost`, a hook of BBRv3's stack patches), before any
     /// other hook runs for the event that marked it.
     fn skb_marked_lost(&mut self, _tp: &mut TcpSock, _skb: &LostSkb) {}
+
+    /// Linux `TCP_CONG_NEEDS_ECN` (DCTCP): the connection negotiates ECN
+    /// whatever `tcp.ecn` says, and every data packet is ECN-capable,
+    /// retransmissions included (Linux `INET_ECN_xmit` on the socket).
+    fn needs_ecn(&self) -> bool {
+        false
+    }
+
+    /// Whether the receiving socket, running the same algorithm, echoes the
+    /// CE state of each data segment (DCTCP's `dctcp_ece_ack_update`: ECE
+    /// exactly on ACKs of CE segments, and an immediate ACK when the state
+    /// changes) instead of RFC 3168's ECE until CWR. Only with `needs_ecn`.
+    fn ce_state_acks(&self) -> bool {
+        false
+    }
 
     /// Whether the algorithm needs the stack's SACK on or off (`newreno` turns it
     /// off); `None` leaves the scenario's `tcp.sack` in force.

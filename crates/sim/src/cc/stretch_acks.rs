@@ -62,6 +62,8 @@ const TABLE: &[(&str, Counts, Counts)] = &[
     ("cdg", Packets, Packets),
     ("lp", Packets, Packets),
     ("nv", Packets, Packets),
+    // tcp_dctcp.c grows through tcp_reno_cong_avoid.
+    ("dctcp", Packets, Packets),
     // FAST's window follows its once-per-RTT equation, whatever the ACKs cover.
     ("fast", Packets, Packets),
 ];

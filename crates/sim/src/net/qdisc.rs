@@ -7,6 +7,7 @@ use super::aqm::codel::{self, Codel, CodelParams};
 use super::aqm::fq_codel::{self, FqCodel};
 use super::aqm::pie::{self, Pie, PieParams};
 use super::aqm::red::{self, Red, RedParams};
+use super::aqm::step::Step;
 use super::queue::{DropTail, QueueDisc, QueueLimit};
 use crate::config::{ConfigError, Schema};
 use crate::rng::Rng;
@@ -29,6 +30,8 @@ pub enum QdiscConfig {
     FqCodel(FqCodelConfig),
     /// Proportional Integral controller Enhanced (`sch_pie`).
     Pie(PieConfig),
+    /// DCTCP's step marking: CE on ECN-capable packets while the queue holds more than `threshold`.
+    Step(StepConfig),
 }
 
 /// `tc qdisc ... red`.
@@ -129,6 +132,16 @@ pub struct PieConfig {
     pub dq_rate_estimator: bool,
 }
 
+/// A step-marking queue (DCTCP's; on the linux backend `tc qdisc ... red`
+/// with min = K, max = K + 1, probability 1 and ECN).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Schema)]
+#[serde(deny_unknown_fields)]
+pub struct StepConfig {
+    /// The marking threshold K of the instantaneous queue, in packets or
+    /// bytes (bytes with each packet's Ethernet header, as Linux counts).
+    pub threshold: QueueLimit,
+}
+
 fn codel_params(target: Option<Dur>, interval: Option<Dur>, ecn: bool, ce_threshold: Option<Dur>) -> CodelParams {
     let d = CodelParams::default();
     CodelParams { target: target.unwrap_or(d.target), interval: interval.unwrap_or(d.interval), mtu: d.mtu, ecn, ce_threshold }
@@ -194,6 +207,7 @@ impl QdiscConfig {
             QdiscConfig::Codel(_) => "codel",
             QdiscConfig::FqCodel(_) => "fq_codel",
             QdiscConfig::Pie(_) => "pie",
+            QdiscConfig::Step(_) => "step",
         }
     }
 
@@ -207,6 +221,9 @@ impl QdiscConfig {
     pub fn check_limit(&self, limit: QueueLimit) -> Result<(), ConfigError> {
         match self {
             QdiscConfig::Red(c) => red_params(c, limit).map(|_| ()),
+            QdiscConfig::Step(c) if amount(c.threshold) == 0 => {
+                Err(ConfigError::new("threshold", "must be at least one packet or byte"))
+            }
             _ => Ok(()),
         }
     }
@@ -240,6 +257,7 @@ pub fn build_qdisc(cfg: &QdiscConfig, limit: QueueLimit, rate: Rate, mut rng: Rn
             };
             Box::new(Pie::new(p, limit, rng))
         }
+        QdiscConfig::Step(c) => Box::new(Step::new(c.threshold, limit)),
     }
 }
 
@@ -261,6 +279,10 @@ mod tests {
         assert!(p.packet_mode && p.min == 30.0 && p.max == 90.0 && p.max_p == 0.1 && p.ecn);
         assert!(parse(r#"{"kind": "codel", "targt": 5}"#).unwrap_err().contains("unknown field"));
         assert!(parse(r#"{"kind": "blue"}"#).is_err());
+        let step = parse(r#"{"kind": "step", "threshold": {"packets": 20}}"#).unwrap();
+        assert_eq!(step, QdiscConfig::Step(StepConfig { threshold: QueueLimit::Packets(20) }));
+        assert_eq!(build_qdisc(&step, QueueLimit::Packets(100), Rate::from_mbps(100), Rng::stream(1, "q")).stats().kind, "step");
+        assert!(parse(r#"{"kind": "step"}"#).unwrap_err().contains("missing field `threshold`"));
         for kind in ["red", "codel", "fq_codel", "pie", "drop_tail"] {
             let c = parse(&format!(r#"{{"kind": "{kind}"}}"#)).unwrap();
             assert_eq!(c.kind(), kind);
@@ -312,5 +334,6 @@ mod tests {
         assert!(bad(QdiscConfig::FqCodel(FqCodelConfig { quantum: Some(100), ..Default::default() })).starts_with("network.qdisc.quantum:"));
         assert!(bad(QdiscConfig::Pie(PieConfig { beta: Some(3.0), ..Default::default() })).starts_with("network.qdisc.beta:"));
         assert!(bad(QdiscConfig::Pie(PieConfig { tupdate: Some(Dur(0)), ..Default::default() })).starts_with("network.qdisc.tupdate:"));
+        assert!(bad(QdiscConfig::Step(StepConfig { threshold: QueueLimit::Bytes(0) })).starts_with("network.qdisc.threshold:"));
     }
 }

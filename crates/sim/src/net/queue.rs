@@ -76,7 +76,7 @@ pub trait QueueDisc: Send {
 /// (per flow); these are the discipline's own counters.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct QdiscStats {
-    /// The discipline: `drop_tail`, `red`, `codel`, `fq_codel` or `pie`.
+    /// The discipline: `drop_tail`, `red`, `codel`, `fq_codel`, `pie` or `step`.
     pub kind: String,
     /// Packets marked Congestion Experienced instead of being dropped.
     pub ce_marks: u64,

@@ -140,11 +140,23 @@ fn endpoints(
     if per_packet {
         rcv_tcp.delayed_ack = false;
     }
+    // An algorithm that needs ECN asks for it in its SYN, and a Linux peer
+    // accepts (net.ipv4.tcp_ecn = 2, the default, or a listener running the
+    // same algorithm). The receiving socket runs the same algorithm (DCTCP's
+    // ACK rules).
+    if cc.needs_ecn() {
+        rcv_tcp.ecn = true;
+    }
+    let ce_state_acks = cc.needs_ecn() && cc.ce_state_acks();
     let mut sender = TcpSender::new(id, tcp, cc, size);
     sender.sock.flow_seed = flow_seed;
     sender.tso = hosts.tso && !per_packet;
     sender.tsq = hosts.tsq.then(Default::default);
-    (sender, TcpReceiver::new(id, &rcv_tcp, size))
+    let mut receiver = TcpReceiver::new(id, &rcv_tcp, size);
+    if ce_state_acks {
+        receiver.set_ce_state_acks();
+    }
+    (sender, receiver)
 }
 
 /// A receiver's batching (None: packets are processed as they arrive).

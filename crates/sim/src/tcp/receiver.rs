@@ -11,7 +11,10 @@
 //! * SACK blocks in Linux's order (the block that changed most recently
 //!   first), D-SACK for duplicates, an immediate ACK when a hole is filled;
 //! * TS.Recent from the segment at the left edge (RFC 7323), echoed in ACKs;
-//! * ECN echo until the sender's CWR.
+//! * ECN echo until the sender's CWR; or, when the receiving socket runs
+//!   DCTCP (`ce_state_acks`), ECE on exactly the ACKs of CE segments, with an
+//!   immediate ACK of the data before each change of the CE state
+//!   (`dctcp_ece_ack_update` in Linux's `tcp_dctcp.h`).
 
 use super::config::TcpConfig;
 use super::seqset::SeqSet;
@@ -76,6 +79,12 @@ pub struct TcpReceiver {
     /// ECN negotiated (TCP_ECN_OK) and an ECT segment seen (TCP_ECN_SEEN).
     ecn: bool,
     ecn_seen: bool,
+    /// DCTCP's receiver rules (`set_ce_state_acks`): the CE state of the last
+    /// ECN-capable segment and rcv_nxt after it (Linux `ca->ce_state`,
+    /// `ca->prior_rcv_nxt` of the receiving socket's DCTCP).
+    ce_state_acks: bool,
+    ce_state: bool,
+    prior_rcv_nxt: u32,
 
     /// Total segments of a finite transfer (for the tail segment's size).
     app_segments: Option<u32>,
@@ -144,6 +153,9 @@ impl TcpReceiver {
             demand_cwr: false,
             ecn: cfg.ecn,
             ecn_seen: false,
+            ce_state_acks: false,
+            ce_state: false,
+            prior_rcv_nxt: 0,
             app_segments,
             tail_payload,
             last_rx_seq: 0,
@@ -157,6 +169,14 @@ impl TcpReceiver {
             ce_marks: 0,
             acks_sent: 0,
         }
+    }
+
+    /// The receiving socket runs an algorithm with `ce_state_acks` (DCTCP):
+    /// ECN is on (its `TCP_CONG_NEEDS_ECN` accepts it) and ECE follows each
+    /// segment's CE state instead of RFC 3168's echo until CWR.
+    pub fn set_ce_state_acks(&mut self) {
+        self.ecn = true;
+        self.ce_state_acks = true;
     }
 
     fn payload(&self, seq: u32) -> u64 {
@@ -215,7 +235,10 @@ impl TcpReceiver {
             self.demand_cwr = false;
             self.ack_now = true;
         }
-        if d.ce {
+        if self.ce_state_acks {
+            // The CE check comes where Linux makes it, with the data (below).
+            self.ce_marks += d.ce as u64;
+        } else if d.ce {
             self.ce_marks += 1;
             if !self.demand_cwr {
                 self.enter_quickack_mode(2);
@@ -247,6 +270,10 @@ impl TcpReceiver {
             self.rcv_nxt += 1;
             self.bytes_delivered += self.payload(seq);
             self.event_data_recv(now);
+            if self.ce_state_acks {
+                // Linux: at the end of `tcp_event_data_recv`, rcv_nxt past this segment.
+                self.ecn_check_ce_state(now, d, out);
+            }
             if !self.ooo.is_empty() {
                 if let Some(r) = self.ooo.pop_front_at(self.rcv_nxt) {
                     for s in r.start..r.end {
@@ -265,6 +292,10 @@ impl TcpReceiver {
             ofo_possible = true;
         } else {
             // Out of order.
+            if self.ce_state_acks {
+                // Linux: first thing in `tcp_data_queue_ofo`.
+                self.ecn_check_ce_state(now, d, out);
+            }
             self.ack_scheduled = true;
             if self.ooo.contains(seq) {
                 self.duplicate_segments += 1;
@@ -297,6 +328,40 @@ impl TcpReceiver {
             let ofo = std::mem::take(&mut self.deferred_ofo);
             self.ack_snd_check(now, ofo || !self.ooo.is_empty(), out);
         }
+    }
+
+    /// Linux `__tcp_ecn_check_ce` with an algorithm that needs ECN, whose
+    /// `cwnd_event` receives CA_EVENT_ECN_IS_CE / ECN_NO_CE: DCTCP's rules.
+    /// (Its quick-ACK rule for a first CE never fires here: the event has set
+    /// DEMAND_CWR before the test.)
+    fn ecn_check_ce_state(&mut self, now: Time, d: &DataSegment, out: &mut Vec<Packet>) {
+        if !self.ecn {
+            return;
+        }
+        if d.ce || d.ect {
+            self.ece_ack_update(now, d.ce, out);
+            self.ecn_seen = true;
+        } else if self.ecn_seen {
+            self.enter_quickack_mode(2);
+        }
+    }
+
+    /// Linux `dctcp_ece_ack_update`: ECE echoes the new CE state. When the
+    /// state changes while a delayed ACK is pending, the data received before
+    /// the change is acknowledged at once with the old state, so that the
+    /// sender counts marked and unmarked bytes exactly; the segment that
+    /// changed it is acknowledged at once too.
+    fn ece_ack_update(&mut self, now: Time, ce: bool, out: &mut Vec<Packet>) {
+        if self.ce_state != ce {
+            if self.delack_timer.is_some() {
+                self.demand_cwr = self.ce_state;
+                self.send_ack_of(now, self.prior_rcv_nxt, out);
+            }
+            self.ack_now = true;
+        }
+        self.prior_rcv_nxt = self.rcv_nxt;
+        self.ce_state = ce;
+        self.demand_cwr = ce;
     }
 
     fn enter_quickack_mode(&mut self, max_quickacks: u32) {
@@ -501,6 +566,13 @@ impl TcpReceiver {
     }
 
     fn send_ack(&mut self, now: Time, out: &mut Vec<Packet>) {
+        self.send_ack_of(now, self.rcv_nxt, out);
+    }
+
+    /// Linux `__tcp_send_ack(sk, rcv_nxt)`: an ACK of `ack_seq`. One below the
+    /// current rcv_nxt (DCTCP's ACK of the data before a CE change) leaves the
+    /// delayed-ACK state alone (`tcp_event_ack_sent`).
+    fn send_ack_of(&mut self, now: Time, ack_seq: u32, out: &mut Vec<Packet>) {
         let mut sack = SackBlocks::default();
         let dsack = self.dsack.take();
         if self.sack {
@@ -516,7 +588,7 @@ impl TcpReceiver {
             }
         }
         let ack = AckSegment {
-            ack: self.rcv_nxt,
+            ack: ack_seq,
             wnd_end: self.wnd_end,
             tsecr: self.ts_recent,
             sack,
@@ -527,6 +599,11 @@ impl TcpReceiver {
         out.push(Packet::ack(self.flow, ack));
         self.acks_sent += 1;
         self.rcv_wup = self.rcv_nxt;
+        self.compressed_ack = 0;
+        self.comp_timer = None;
+        if ack_seq != self.rcv_nxt {
+            return;
+        }
         if self.quick > 0 && self.ack_scheduled {
             self.quick -= 1;
             if self.quick == 0 {
@@ -536,8 +613,6 @@ impl TcpReceiver {
         self.ack_scheduled = false;
         self.ack_now = false;
         self.delack_timer = None;
-        self.compressed_ack = 0;
-        self.comp_timer = None;
         let _ = now;
         let _ = ts_clock;
         let _ = NS_PER_MS;
@@ -613,6 +688,104 @@ mod tests {
         let a = acks(&out);
         assert_eq!(a.len(), 1);
         assert_eq!((a[0].ack, a[0].sack.as_slice()[0]), (10, SeqRange::new(12, 20)));
+    }
+
+    /// An ECN-capable segment, CE-marked or not, with CWR or not.
+    fn ect(seq: u32, ce: bool, cwr: bool) -> DataSegment {
+        DataSegment { ect: true, ce, cwr, ..seg(seq) }
+    }
+
+    /// A receiver past its quick-ACK phase, ECN on, that ACKs every second
+    /// segment and delays odd ones.
+    fn steady(ce_state_acks: bool) -> TcpReceiver {
+        let cfg = TcpConfig { ecn: true, ..TcpConfig::default() };
+        let mut r = TcpReceiver::new(0, &cfg, None);
+        if ce_state_acks {
+            r.set_ce_state_acks();
+        }
+        let mut out = vec![];
+        r.on_packet(Time::ZERO, &Packet { flow: 0, wire_bytes: 60, reverse: false, hop: 0, epoch: 0, payload: Payload::Syn { tsval: 1 } }, &mut out);
+        r.quick = 0;
+        r.ato = usecs_to_jiffies(40_000, 250);
+        r.lrcvtime = jiffies_at(Time::from_ms(99), 250);
+        r
+    }
+
+    fn ack_ece(out: &[Packet]) -> Vec<(u32, bool)> {
+        acks(out).iter().map(|a| (a.ack, a.ece)).collect()
+    }
+
+    /// RFC 3168 (Linux `tcp_ecn_check_ce` without DCTCP): one CE sets ECE on
+    /// every ACK until a segment with CWR arrives, and a first CE is ACKed quickly.
+    #[test]
+    fn classic_ecn_echoes_until_cwr() {
+        let mut r = steady(false);
+        let mut out = vec![];
+        r.on_data(Time::from_ms(100), &ect(0, false, false), &mut out);
+        assert!(out.is_empty(), "delayed");
+        r.on_data(Time::from_ms(101), &ect(1, true, false), &mut out);
+        // Quick-ACK mode: the CE segment is ACKed at once, with ECE.
+        assert_eq!(ack_ece(&out), [(2, true)]);
+        out.clear();
+        for i in 2..6 {
+            r.on_data(Time::from_ms(100 + i as u64), &ect(i, false, false), &mut out);
+        }
+        assert!(ack_ece(&out).iter().all(|&(_, ece)| ece), "{:?}", ack_ece(&out));
+        out.clear();
+        // CWR: ECE stops, and the CWR segment is ACKed at once.
+        r.on_data(Time::from_ms(110), &ect(6, false, true), &mut out);
+        assert_eq!(ack_ece(&out), [(7, false)]);
+    }
+
+    /// DCTCP's receiver (`dctcp_ece_ack_update`): ECE on exactly the ACKs of
+    /// CE segments; a change of the CE state while an ACK is delayed first
+    /// ACKs the data before the change with the old state, then the segment
+    /// that changed it at once. Without a pending delayed ACK only the second.
+    #[test]
+    fn dctcp_receiver_echoes_each_segments_ce_state() {
+        let mut r = steady(true);
+        let mut out = vec![];
+        r.on_data(Time::from_ms(100), &ect(0, false, false), &mut out);
+        assert!(out.is_empty() && r.timer_deadline(TimerKind::DelAck).is_some(), "delayed");
+        r.on_data(Time::from_ms(101), &ect(1, true, false), &mut out);
+        assert_eq!(ack_ece(&out), [(1, false), (2, true)]);
+        out.clear();
+        // CE continues: ordinary delayed ACKs, every second segment, with ECE.
+        r.on_data(Time::from_ms(102), &ect(2, true, false), &mut out);
+        assert!(out.is_empty());
+        r.on_data(Time::from_ms(103), &ect(3, true, false), &mut out);
+        assert_eq!(ack_ece(&out), [(4, true)]);
+        out.clear();
+        // The state changes back with no ACK pending: one immediate ACK, no ECE
+        // (no latching until CWR).
+        r.on_data(Time::from_ms(104), &ect(4, false, false), &mut out);
+        assert_eq!(ack_ece(&out), [(5, false)]);
+        out.clear();
+        r.on_data(Time::from_ms(105), &ect(5, false, false), &mut out);
+        assert!(out.is_empty());
+        let t = r.timer_deadline(TimerKind::DelAck).unwrap();
+        r.on_timer(t, TimerKind::DelAck, &mut out);
+        assert_eq!(ack_ece(&out), [(6, false)]);
+        out.clear();
+        // CWR from the sender does not clear the state of a CE segment.
+        r.on_data(Time::from_ms(300), &ect(6, true, true), &mut out);
+        assert_eq!(ack_ece(&out), [(7, true)]);
+        assert_eq!(r.ce_marks, 4);
+    }
+
+    /// The ACK of the data before a CE change leaves the delayed-ACK state
+    /// alone when the change comes out of order: here the hole's first
+    /// duplicate ACKs carry the old state, the CE segment's ACK the new one.
+    #[test]
+    fn dctcp_receiver_out_of_order_change() {
+        let mut r = steady(true);
+        let mut out = vec![];
+        r.on_data(Time::from_ms(100), &ect(0, false, false), &mut out);
+        assert!(out.is_empty());
+        r.on_data(Time::from_ms(101), &ect(2, true, false), &mut out);
+        let a = acks(&out);
+        assert_eq!(ack_ece(&out), [(1, false), (1, true)]);
+        assert_eq!(a[1].sack.as_slice(), &[SeqRange::new(2, 3)]);
     }
 
     #[test]

@@ -43,7 +43,7 @@ from ...results.result import RunResult
 from ...scenario.model import Scenario
 from .cleanup import cleanup, live_runs, registered_bpf, unregister_bpf
 from .host import (
-    DELAY_BIN, LinuxBackendUnavailable, bpf_ccas, check_host, has_netem, kernel_ccas, kernel_hz, linux_catalogue, popen, sh,
+    DELAY_BIN, LinuxBackendUnavailable, bpf_ccas, check_host, has_netem, has_red, kernel_ccas, kernel_hz, linux_catalogue, popen, sh,
 )
 from .mapping import iperf3_client_args, iperf3_server_args, tbf_limit_bytes
 from .sampling import sample_flow
@@ -113,8 +113,11 @@ def check_scenario(sc: Scenario, backend: str = "linux", max_rate_bps: int | Non
     if loss["model"] not in ("bernoulli", "periodic"):
         raise ScenarioError("network.loss.model", f"{where} supports loss models bernoulli and periodic, got {loss['model']!r}")
     qdisc = e["network"].get("qdisc", {"kind": "drop_tail"})["kind"]
-    if qdisc != "drop_tail":
-        raise ScenarioError("network.qdisc", f"{where}'s bottleneck is tbf's drop-tail queue; allowed: drop_tail, got {qdisc!r}")
+    allowed = ("drop_tail", "step") if backend == "linux" else ("drop_tail",)
+    if qdisc not in allowed:
+        raise ScenarioError("network.qdisc", f"{where}'s bottleneck is tbf's drop-tail queue (or on linux the step queue, RED under tbf); allowed: {', '.join(allowed)}, got {qdisc!r}")
+    if qdisc == "step" and not has_red():
+        raise ScenarioError("network.qdisc", f"{where} maps the step queue onto the red qdisc, which this kernel lacks (sch_red)")
     if e["network"].get("access_rate"):
         notes.append("network.access_rate is not applied: " + ("veth links have no rate of their own" if backend == "linux" else "the hosts' links keep their own rates"))
     if hz is None and backend == "linux":
@@ -215,6 +218,7 @@ class _Run:
             rps=opts["rps"],
             loss=e["network"]["loss"],
             delay_mode=self.delay_mode,
+            qdisc=e["network"].get("qdisc", {"kind": "drop_tail"}),
         )
         self.workdir = Path(tempfile.mkdtemp(prefix=os.path.basename(workdir_prefix(str(os.getpid())))))
         self.procs: list[subprocess.Popen] = []
@@ -379,6 +383,7 @@ class _Run:
             self.receiver_out_segs[i] = self.net.netstat(self.net.receiver(i)).get("TcpOutSegs", 0)
             self.sender_tx_packets[i] = self.net.tx_packets(self.net.sender(i))
         self.final_tbf = self.net.tbf_stats()
+        self.final_red = self.net.red_stats()
         self.loss_drops = self.net.loss_drops()
         for i in range(self.n):
             self.client_json.append(_read_json(self.workdir / f"client{i}.json"))
@@ -586,6 +591,7 @@ def build_record(run: _Run, backend: str = "linux", section: Callable[[list[floa
         q["bytes_out"].append(ip_bytes(st))
         q["rate_bps"].append(e["network"]["bottleneck_rate"])
     fin = run.final_tbf
+    red = getattr(run, "final_red", {"marked": 0, "early": 0})
     at_warmup = [b for t, b in zip(q["t_ns"], q["bytes_out"]) if t <= run.warmup]
     out_at_warmup = at_warmup[-1] if at_warmup else 0
     out_at_end = q["bytes_out"][-1] if q["bytes_out"] else 0
@@ -594,10 +600,10 @@ def build_record(run: _Run, backend: str = "linux", section: Callable[[list[floa
         "arrivals": fin["packets"] + fin["drops"] + run.loss_drops,
         "departures": fin["packets"],
         "bytes_out": ip_bytes(fin),
-        "drops_queue": fin["drops"],
+        "drops_queue": fin["drops"] - red["early"],
         "drops_random": run.loss_drops,
-        "drops_aqm": 0,
-        "ce_marks": 0,
+        "drops_aqm": red["early"],
+        "ce_marks": red["marked"],
         "window_bytes_out": out_at_end - out_at_warmup,
     }
     return normalise({

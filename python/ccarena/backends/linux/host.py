@@ -211,13 +211,24 @@ def check_host(need_delay: bool = True, need_bpf: bool = False) -> None:
     subprocess.run(["ip", "netns", "del", probe], capture_output=True)
 
 
-def has_netem() -> bool:
-    """Whether the kernel has the netem qdisc (probed in a scratch namespace)."""
+def _has_qdisc(*args: str) -> bool:
+    """Whether ``tc qdisc add dev lo root ARGS`` works (in a scratch namespace)."""
     probe = f"ccarena-probe-{os.getpid()}"
     if subprocess.run(["ip", "netns", "add", probe], capture_output=True).returncode != 0:
         return False
     try:
-        p = subprocess.run(["tc", "-n", probe, "qdisc", "add", "dev", "lo", "root", "netem", "delay", "1ms"], capture_output=True)
+        p = subprocess.run(["tc", "-n", probe, "qdisc", "add", "dev", "lo", "root", *args], capture_output=True)
         return p.returncode == 0
     finally:
         subprocess.run(["ip", "netns", "del", probe], capture_output=True)
+
+
+def has_netem() -> bool:
+    """Whether the kernel has the netem qdisc (probed in a scratch namespace)."""
+    return _has_qdisc("netem", "delay", "1ms")
+
+
+def has_red() -> bool:
+    """Whether the kernel has the red qdisc (sch_red), which the step queue maps onto."""
+    return _has_qdisc("red", "limit", "100000", "min", "15140", "max", "15141", "avpkt", "1514", "burst", "10",
+                      "probability", "1.0", "ecn")

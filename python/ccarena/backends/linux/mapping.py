@@ -9,6 +9,8 @@ commands run is the backend's business.
 * per-flow TCP settings: per-host sysctls (``sender_sysctls``,
   ``receiver_sysctls``) and route attributes;
 * random loss: an iptables ``statistic`` match (``loss_match``);
+* DCTCP's step queue: RED under tbf with min = K, max = K + 1 byte, probability 1
+  and ECN (``step_red_args``);
 * flows: iperf3 servers and clients (``iperf3_server_args``, ``iperf3_client_args``);
 * reading back: ``parse_tbf``, ``parse_netstat``.
 """
@@ -23,7 +25,7 @@ from ...scenario.linux_options import FRAME_BYTES
 __all__ = [
     "PORT", "tbf_rate_bps", "tbf_limit_bytes", "tbf_args", "sender_sysctls", "receiver_sysctls", "sender_route_attrs",
     "receiver_route_attrs", "loss_match", "iperf3_cca", "iperf3_server_args", "iperf3_client_args", "parse_tbf", "parse_netstat",
-    "EMPTY_TBF",
+    "EMPTY_TBF", "ECN_CCAS", "step_red_args", "parse_red",
 ]
 
 #: iperf3's default port: the linux backend's servers listen on it (one per
@@ -31,6 +33,12 @@ __all__ = [
 PORT = 5201
 
 EMPTY_TBF = {"bytes": 0, "packets": 0, "drops": 0, "backlog": 0, "qlen": 0}
+
+#: Algorithms with Linux's TCP_CONG_NEEDS_ECN (the engine's `needs_ecn`): they
+#: negotiate ECN themselves, and their receiving socket must run them too, for
+#: DCTCP's CE-state ACKs; the receiver's namespace makes them its default, so
+#: that iperf3's listener (and the connection it accepts) runs them.
+ECN_CCAS = frozenset({"dctcp"})
 
 
 def tbf_rate_bps(rate_bps: int) -> int:
@@ -76,7 +84,26 @@ def sender_sysctls(flow: dict) -> dict[str, str]:
 def receiver_sysctls(flow: dict) -> dict[str, str]:
     """The sysctls of the host (or namespace) that receives `flow`."""
     tcp = flow.get("tcp", {})
-    return {**_buffers(tcp), "net.ipv4.tcp_ecn": str(int(tcp.get("ecn", False)))}
+    out = {**_buffers(tcp), "net.ipv4.tcp_ecn": str(int(tcp.get("ecn", False)))}
+    if flow["cca"] in ECN_CCAS:
+        out["net.ipv4.tcp_congestion_control"] = iperf3_cca(flow["cca"])
+    return out
+
+
+def step_red_args(qdisc: dict, limit_bytes: int, rate_bps: int) -> str:
+    """The step queue as ``tc qdisc ... red`` arguments (the child of tbf):
+    RED marks ECT packets with probability (avg - min) / (max - min) x 1
+    between min and max and all of them above, so min = K and max = K + 1
+    byte make a step at K. tc's burst is the smallest it accepts for that
+    min (ceil(K / avpkt)), which gives the fastest average tc allows (weight
+    1/2 or 1/4): the instantaneous queue the simulator uses, nearly. A K in
+    packets counts full frames. Unlike the simulator's step queue, RED drops
+    packets that are not ECN-capable above K."""
+    t = qdisc["threshold"]
+    k = t["packets"] * FRAME_BYTES if "packets" in t else t["bytes"]
+    burst = max(1, -(-k // FRAME_BYTES))
+    return (f"red limit {limit_bytes} min {k} max {k + 1} avpkt {FRAME_BYTES} burst {burst} "
+            f"probability 1.0 bandwidth {tbf_rate_bps(rate_bps)}bit ecn")
 
 
 def sender_route_attrs(tcp: dict) -> str:
@@ -145,6 +172,19 @@ def parse_tbf(text: str) -> dict:
         if q.get("kind") == "tbf":
             return {k: q.get(k, 0) for k in EMPTY_TBF}
     return dict(EMPTY_TBF)
+
+
+def parse_red(text: str) -> dict:
+    """The red qdisc's marks and early drops in ``tc -s -j qdisc show``
+    output (zeros when there is none)."""
+    try:
+        qdiscs = json.loads(text or "[]")
+    except ValueError:
+        qdiscs = []
+    for q in qdiscs:
+        if q.get("kind") == "red":
+            return {"marked": q.get("marked", 0), "early": q.get("early", 0)}
+    return {"marked": 0, "early": 0}
 
 
 def parse_netstat(text: str) -> dict[str, int]:

@@ -33,8 +33,8 @@ from dataclasses import dataclass, field
 from .cleanup import remove_namespace
 from .host import LinuxSetupError, one_line, sh
 from .mapping import (
-    PORT, loss_match, parse_netstat, parse_tbf, receiver_route_attrs, receiver_sysctls, sender_route_attrs, sender_sysctls, tbf_args,
-    tbf_rate_bps,
+    PORT, loss_match, parse_netstat, parse_red, parse_tbf, receiver_route_attrs, receiver_sysctls, sender_route_attrs, sender_sysctls,
+    step_red_args, tbf_args, tbf_rate_bps,
 )
 
 __all__ = ["Dumbbell", "MAX_FLOWS", "PORT", "receiver_addr", "parse_netstat"]
@@ -70,6 +70,7 @@ class Dumbbell:
     rps: bool = True
     loss: dict = field(default_factory=lambda: {"model": "bernoulli", "p": 0.0})
     delay_mode: str = "nfqueue"  # or "netem"
+    qdisc: dict = field(default_factory=lambda: {"kind": "drop_tail"})
     created: list[str] = field(default_factory=list)
 
     # ---- names ----
@@ -136,7 +137,10 @@ class Dumbbell:
         for i in range(n):
             left.append(f"ip addr add 198.18.{i}.254/24 dev s{i}")
             right.append(f"ip addr add 198.19.{i}.254/24 dev r{i}")
-        left.append(f"tc qdisc add dev btl root {tbf_args(self.rate_bps, self.burst_bytes, self.limit_bytes)}")
+        left.append(f"tc qdisc add dev btl root handle 1: {tbf_args(self.rate_bps, self.burst_bytes, self.limit_bytes)}")
+        if self.qdisc["kind"] == "step":
+            # tbf's child replaces its bfifo; tbf still counts every drop.
+            left.append(f"tc qdisc add dev btl parent 1:1 handle 10: {step_red_args(self.qdisc, self.limit_bytes, self.rate_bps)}")
         left += self._loss_rules()
         _in_ns(self.left, left)
         _in_ns(self.right, right)
@@ -179,6 +183,11 @@ class Dumbbell:
         """tbf counters: bytes and packets sent, drops, backlog (bytes, packets)."""
         p = subprocess.run(["tc", "-n", self.left, "-s", "-j", "qdisc", "show", "dev", "btl"], capture_output=True, text=True, timeout=10)
         return parse_tbf(p.stdout)
+
+    def red_stats(self) -> dict:
+        """The step queue's RED counters: CE marks and early drops."""
+        p = subprocess.run(["tc", "-n", self.left, "-s", "-j", "qdisc", "show", "dev", "btl"], capture_output=True, text=True, timeout=10)
+        return parse_red(p.stdout)
 
     def loss_drops(self) -> int:
         if not self._loss_rules():

@@ -1,6 +1,6 @@
 //! Active queue management at the bottleneck, after Linux's queue disciplines:
 //! RED (`sch_red`), CoDel (`sch_codel`), FQ-CoDel (`sch_fq_codel`) and PIE
-//! (`sch_pie`). Each follows its Linux implementation's structure and defaults
+//! (`sch_pie`), and DCTCP's step-marking queue (`step`). Each follows its Linux implementation's structure and defaults
 //! (the module docs list where and why they differ); the factory that builds
 //! them from a scenario is `net::qdisc`.
 //!
@@ -16,6 +16,7 @@ pub mod codel;
 pub mod fq_codel;
 pub mod pie;
 pub mod red;
+pub mod step;
 
 use crate::packet::{Packet, Payload};
 

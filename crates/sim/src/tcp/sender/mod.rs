@@ -192,8 +192,10 @@ pub struct TcpSender {
     // ECN.
     ecn_ok: bool,
     queue_cwr: bool,
-    /// The ACK being processed carries ECE on an ECN connection (Linux
-    /// `flag & FLAG_ECE`, which `tcp_count_delivered` reads).
+    /// The algorithm needs ECN (Linux `tcp_ca_needs_ecn`, DCTCP).
+    ca_needs_ecn: bool,
+    /// The ACK being processed carried ECE (what Linux passes as `ece_ack`
+    /// to `tcp_count_delivered`).
     ece_ack: bool,
 
     pub counters: FlowCounters,
@@ -218,6 +220,7 @@ impl TcpSender {
             }
             None => (None, mss),
         };
+        let ca_needs_ecn = cc.needs_ecn();
         let mut sock = TcpSock::new(mss, cfg.hz, cfg.initial_cwnd);
         if cfg.pacing || cc.wants_pacing() {
             sock.pacing_status = PacingStatus::Needed;
@@ -266,6 +269,7 @@ impl TcpSender {
             last_skb_seq: 0,
             ecn_ok: false,
             queue_cwr: false,
+            ca_needs_ecn,
             ece_ack: false,
             counters: FlowCounters { start_ns: u64::MAX, ..Default::default() },
             last_delivery_rate_bps: 0,
@@ -439,7 +443,8 @@ impl TcpSender {
         if self.syn_attempts > 0 {
             self.sock.cwnd = 1;
         }
-        self.ecn_ok = self.cfg.ecn;
+        // An algorithm that needs ECN negotiates it whatever net.ipv4.tcp_ecn says.
+        self.ecn_ok = self.cfg.ecn || self.ca_needs_ecn;
         self.snd_wnd_end = (self.cfg.rcvbuf / self.cfg.mss as u64).min(u32::MAX as u64 / 2) as u32;
         self.snd_wnd = self.snd_wnd_end;
         self.max_window = self.snd_wnd;
@@ -624,8 +629,8 @@ impl TcpSender {
             }
             if a.ece && self.ecn_ok {
                 flag |= FLAG_ECE;
-                self.ece_ack = true;
                 ev |= CA_ACK_ECE;
+                self.ece_ack = true;
             }
             if sack_state.sack_delivered > 0 {
                 self.count_delivered(sack_state.sack_delivered);

@@ -120,16 +120,19 @@ impl TcpSender {
         let payload = self.seg_payload(seq);
         // Linux `tcp_ecn_send` (RFC 3168 6.1.5): only new data is ECN-capable,
         // and the first new data segment after a reduction carries CWR;
-        // retransmissions are sent Not-ECT, so a queue drops rather than marks them.
+        // retransmissions are sent Not-ECT, so a queue drops rather than marks
+        // them, except for an algorithm that needs ECN, whose socket marks
+        // every packet ECT.
         let new_data = self.ecn_ok && !retransmission;
         let cwr = new_data && std::mem::take(&mut self.queue_cwr);
+        let ect = new_data || (self.ecn_ok && self.ca_needs_ecn);
         let seg = DataSegment {
             seq,
             payload,
             tsval: ts_clock(self.sock.now),
             retransmission,
             ce: false,
-            ect: new_data,
+            ect,
             cwr,
             gso: Default::default(),
         };

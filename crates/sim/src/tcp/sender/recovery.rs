@@ -805,6 +805,47 @@ mod tests {
         h.drain();
     }
 
+    /// DCTCP (TCP_CONG_NEEDS_ECN): ECN is on though `tcp.ecn` is off; an ECE
+    /// enters CWR with DCTCP's ssthresh, cwnd - cwnd alpha / 2 (alpha 960/1024
+    /// after the first window's decay: 10 - 4), and the packets the ECE ACK
+    /// delivers count in delivered_ce (Linux `tcp_count_delivered`).
+    #[test]
+    fn dctcp_ece_reduces_by_alpha_and_counts_delivered_ce() {
+        let mut h = setup("dctcp").start();
+        expect_tx!(h, 0..10);
+        assert_eq!(h.ect_sent, (0..10).collect::<Vec<_>>());
+        h.at(200);
+        ack!(h, 2, ece);
+        check!(h, ca = Cwr, ssthresh = 6, delivered = 2, delivered_ce = 2);
+        h.drain();
+        h.at(201);
+        ack!(h, 4);
+        check!(h, ca = Cwr, delivered = 4, delivered_ce = 2);
+        h.drain();
+    }
+
+    /// DCTCP's loss reaction (`dctcp_react_to_loss` from `dctcp_state`): Recovery
+    /// halves cwnd whatever alpha is, and its retransmissions stay ECT (the
+    /// socket sends everything ECT), where classic ECN sends them Not-ECT.
+    #[test]
+    fn dctcp_halves_on_loss_and_retransmits_ect() {
+        for (cca, rtx_ect) in [("dctcp", true), ("reno", false)] {
+            let mut h = setup(cca).cfg(|c| c.ecn = true).start();
+            expect_tx!(h, 0..10);
+            h.at(200);
+            ack!(h, 0, sack = [(1, 2)]);
+            expect_tx!(h, 10);
+            h.at(201);
+            ack!(h, 0, sack = [(1, 3)]);
+            expect_tx!(h, 11);
+            h.at(202);
+            ack!(h, 0, sack = [(1, 4)]);
+            expect_tx!(h, 0 rtx);
+            check!(h, ca = Recovery, ssthresh = 5);
+            assert_eq!(h.ect_sent.last() == Some(&0), rtx_ect, "{cca}");
+        }
+    }
+
     /// Linux counts a valid D-SACK as a delivered packet (tcp_dsack_seen:
     /// "A spurious retransmission is delivered", sack_delivered += dup_segs),
     /// which feeds tp->delivered, PRR and the rate sample. The sender does not.

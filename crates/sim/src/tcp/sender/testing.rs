@@ -112,6 +112,7 @@ impl Setup {
             ts_first: Vec::new(),
             una: 0,
             ts_recent: 0,
+            ect_sent: Vec::new(),
         };
         h.s.tso = self.tso;
         h.s.connect(Time::ZERO, &mut h.out);
@@ -143,6 +144,8 @@ pub struct Harness {
     /// The receiver model: the cumulative ACK and TS.Recent it last sent.
     una: u32,
     ts_recent: u32,
+    /// Segments sent ECN-capable (ECT), in order.
+    pub ect_sent: Vec<u32>,
 }
 
 /// The ACK a script feeds: built by `ack!`.
@@ -274,6 +277,9 @@ impl Harness {
             }
             self.ts_last[i] = ts;
             self.sent.push(Tx { seq: d.seq, rtx: d.retransmission, cwr: d.cwr });
+            if d.ect {
+                self.ect_sent.push(d.seq);
+            }
         }
     }
 
@@ -326,6 +332,7 @@ impl Harness {
             reordering: s.sock.reordering,
             reord_seen: s.reord_seen,
             delivered: s.sock.delivered,
+            delivered_ce: s.sock.delivered_ce,
             lost: s.sock.lost,
             prior_ssthresh: s.rec.prior_ssthresh,
             undo_marker: s.rec.undo_marker,
@@ -366,6 +373,7 @@ pub struct Probe {
     pub reordering: u32,
     pub reord_seen: u32,
     pub delivered: u32,
+    pub delivered_ce: u32,
     pub lost: u32,
     pub prior_ssthresh: u32,
     pub undo_marker: Option<u32>,
