@@ -17,6 +17,7 @@ import pytest
 
 from conftest import FULL
 from test_linux import REASON, _stray_helpers
+from ccarena.backends.linux.cleanup import registered_bpf
 
 needs_linux = pytest.mark.skipif(REASON is not None, reason=f"linux backend unavailable: {REASON}")
 
@@ -89,7 +90,9 @@ def _leftovers(pids: set[int]) -> dict:
         "namespaces": [n for n in ns if mine(n)],
         "directories": [d.name for d in Path("/tmp").glob("ccarena-linux-*") if mine(d.name)],
         "processes": procs + _stray_helpers(),
-        "struct_ops": [line for line in _run("bpftool", "struct_ops", "show").splitlines() if "ccarena_" in line],
+        # Registered ones only: a map unregistered but still referenced (the
+        # kernel frees it later) is not something a run left to undo.
+        "struct_ops": registered_bpf(),
         "ccas": [a for a in Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split() if a in ("bic", "highspeed")],
     }
 

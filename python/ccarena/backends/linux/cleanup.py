@@ -98,13 +98,19 @@ def remove_namespace(ns: str) -> list[int]:
                 pass
         time.sleep(0.05)
     subprocess.run(["ss", "-N", ns, "-t", "-a", "-K"], capture_output=True)
+    # A namespace whose default algorithm is a BPF one (a DCTCP receiver)
+    # holds it until the namespace is freed, which the kernel may defer: hand
+    # the reference back now.
+    subprocess.run(["ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv4.tcp_congestion_control=reno"], capture_output=True)
     subprocess.run(["ip", "netns", "del", ns], capture_output=True)
     return sorted(set(killed))
 
 
 def registered_bpf() -> list[str]:
-    """Ids ("id NAME") of our struct_ops maps (registered, or unregistered but
-    still referenced by a socket: the kernel frees those when it closes)."""
+    """Ids ("id NAME") of our struct_ops maps that are still registered. Maps
+    already unregistered but still referenced by a socket or a namespace's
+    default (state TOBEFREE) are left out: there is nothing left to undo, and
+    the kernel frees them when the last reference goes."""
     try:
         p = subprocess.run(["bpftool", "struct_ops", "show"], capture_output=True, text=True)
     except FileNotFoundError:
@@ -112,9 +118,16 @@ def registered_bpf() -> list[str]:
     found = []
     for line in p.stdout.splitlines():
         m = re.match(r"\s*(\d+):\s+(\S+)\s+tcp_congestion_ops", line)
-        if m and m.group(2).startswith(BPF_MAP_PREFIX):
+        if m and m.group(2).startswith(BPF_MAP_PREFIX) and not _to_be_freed(m.group(1)):
             found.append(f"{m.group(1)} {m.group(2)}")
     return found
+
+
+def _to_be_freed(map_id: str) -> bool:
+    """Whether struct_ops map `map_id` is unregistered and waiting for its
+    last reference (bpftool shows its state as BPF_STRUCT_OPS_STATE_TOBEFREE)."""
+    p = subprocess.run(["bpftool", "struct_ops", "dump", "id", map_id], capture_output=True, text=True)
+    return "STATE_TOBEFREE" in p.stdout
 
 
 def unregister_bpf(entry: str) -> None:
