@@ -97,6 +97,9 @@ pub struct DataSegment {
     pub ce: bool,
     /// ECN-capable transport.
     pub ect: bool,
+    /// With `ect`: the codepoint is ECT(1), the L4S identifier (RFC 9331),
+    /// rather than ECT(0).
+    pub ect1: bool,
     /// Congestion Window Reduced (the sender reacted to ECE).
     pub cwr: bool,
     /// The super-packet the segment left in (host/tso.rs).
@@ -216,7 +219,7 @@ mod tests {
     fn full_segment_is_1500_bytes() {
         let p = Packet::data(
             0,
-            DataSegment { seq: 0, payload: 1448, tsval: 0, retransmission: false, ce: false, ect: false, cwr: false, gso: Default::default() },
+            DataSegment { seq: 0, payload: 1448, tsval: 0, retransmission: false, ce: false, ect: false, ect1: false, cwr: false, gso: Default::default() },
         );
         assert_eq!(p.wire_bytes, 1500);
     }

@@ -554,7 +554,7 @@ mod tests {
     use super::*;
 
     fn seg(seq: u32) -> DataSegment {
-        DataSegment { seq, payload: 1448, tsval: seq + 1, retransmission: false, ce: false, ect: false, cwr: false, gso: Default::default() }
+        DataSegment { seq, payload: 1448, tsval: seq + 1, retransmission: false, ce: false, ect: false, ect1: false, cwr: false, gso: Default::default() }
     }
 
     fn established() -> TcpReceiver {

@@ -127,6 +127,7 @@ impl TcpSender {
             retransmission,
             ce: false,
             ect: new_data,
+            ect1: false,
             cwr,
             gso: Default::default(),
         };
