@@ -128,6 +128,10 @@ pub struct AckSegment {
     pub sack: SackBlocks,
     /// ECN-Echo.
     pub ece: bool,
+    /// Accurate ECN (RFC 9768): the ACE field (AE, CWR, ECE read as a 3-bit
+    /// counter of CE-marked packets received, starting at 5); 0 on the ACKs of
+    /// connections without AccECN.
+    pub ace: u8,
     /// The newest data segment that arrived before this ACK and its arrival time
     /// at the receiver: a high-precision receive timestamp that rate-probing
     /// algorithms (RAPID) use; ordinary TCP ignores it. Only the low 32 bits of
@@ -227,7 +231,7 @@ mod tests {
     #[test]
     fn receive_times_survive_the_32_bit_stamp() {
         for &(rx, now) in &[(1_000u64, 2_000u64), (5_000_000_000, 5_000_000_001), ((1 << 32) - 5, (1 << 32) + 100), (9_999_999_999, 13_000_000_000)] {
-            let a = AckSegment { ack: 0, wnd_end: 0, tsecr: 0, sack: SackBlocks::default(), ece: false, rx_seq: 1, rx_ns_low: AckSegment::stamp(rx) };
+            let a = AckSegment { ack: 0, wnd_end: 0, tsecr: 0, sack: SackBlocks::default(), ece: false, ace: 0, rx_seq: 1, rx_ns_low: AckSegment::stamp(rx) };
             assert_eq!(a.rx_time(now), rx);
         }
     }

@@ -101,6 +101,9 @@ pub struct RateSample {
     pub losses: u32,
     /// Packets newly (S)ACKed on this ACK.
     pub acked_sacked: u32,
+    /// Of those, the packets Accurate ECN reports CE-marked (the L4S tree's
+    /// `rs->ece_delta`).
+    pub ece_delta: u32,
     /// In-flight packets before this ACK.
     pub prior_in_flight: u32,
     pub is_app_limited: bool,
@@ -124,6 +127,7 @@ impl Default for RateSample {
             rtt_us: -1,
             losses: 0,
             acked_sacked: 0,
+            ece_delta: 0,
             prior_in_flight: 0,
             is_app_limited: false,
             is_retrans: false,
@@ -191,6 +195,9 @@ pub struct TcpSock {
     pub delivered: u32,
     /// Time (us) `delivered` last changed.
     pub delivered_mstamp: u64,
+    /// Of `delivered`, the packets the receiver reported CE-marked (Linux
+    /// `tp->delivered_ce`; counted with Accurate ECN, `tcp::accecn`).
+    pub delivered_ce: u32,
     /// Total packets marked lost, Linux `tp->lost`.
     pub lost: u32,
     /// Reordering degree in packets (Linux `tp->reordering`, default 3).
@@ -260,6 +267,7 @@ impl TcpSock {
             retrans_out: 0,
             delivered: 0,
             delivered_mstamp: 0,
+            delivered_ce: 0,
             lost: 0,
             reordering: 3,
             srtt_us8: 0,
@@ -462,6 +470,31 @@ pub trait CongestionControl: Send {
     /// Linux `min_tso_segs`: the smallest super-packet the algorithm wants
     /// (`None`: the stack's `tcp_min_tso_segs`, 2).
     fn min_tso_segs(&self, _tp: &TcpSock) -> Option<u32> {
+        None
+    }
+
+    /// Linux `TCP_CONG_NEEDS_ECN`: the connection negotiates ECN whatever
+    /// `tcp.ecn` says, and every data packet is ECN-capable, retransmissions
+    /// included (Linux `INET_ECN_xmit` on the socket).
+    fn needs_ecn(&self) -> bool {
+        false
+    }
+
+    /// Linux `TCP_CONG_NEEDS_ACCECN` (Prague): the connection negotiates
+    /// Accurate ECN feedback (`tcp::accecn`); implies `needs_ecn`.
+    fn needs_accecn(&self) -> bool {
+        false
+    }
+
+    /// Linux `TCP_CONG_WANTS_ECT_1`: data packets carry ECT(1), the L4S
+    /// identifier, instead of ECT(0).
+    fn wants_ect_1(&self) -> bool {
+        false
+    }
+
+    /// Linux `tso_segs`: the algorithm sizes super-packets itself (`None`:
+    /// the stack's `tcp_tso_autosize` with `min_tso_segs`).
+    fn tso_segs(&self, _tp: &TcpSock) -> Option<u32> {
         None
     }
 

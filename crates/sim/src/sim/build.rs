@@ -129,10 +129,20 @@ fn endpoints(
     if per_packet {
         rcv_tcp.delayed_ack = false;
     }
+    // An algorithm that needs ECN asks for it in its SYN and a Linux peer
+    // accepts; one that needs Accurate ECN gets AccECN feedback from it.
+    if cc.needs_ecn() || cc.needs_accecn() {
+        rcv_tcp.ecn = true;
+    }
+    let accecn = cc.needs_accecn();
     let mut sender = TcpSender::new(id, tcp, cc, size);
     sender.sock.flow_seed = flow_seed;
     sender.tso = hosts.tso && !per_packet;
-    (sender, TcpReceiver::new(id, &rcv_tcp, size))
+    let mut receiver = TcpReceiver::new(id, &rcv_tcp, size);
+    if accecn {
+        receiver.set_accecn();
+    }
+    (sender, receiver)
 }
 
 /// A receiver's batching (None: packets are processed as they arrive).

@@ -11,8 +11,10 @@
 //! * SACK blocks in Linux's order (the block that changed most recently
 //!   first), D-SACK for duplicates, an immediate ACK when a hole is filled;
 //! * TS.Recent from the segment at the left edge (RFC 7323), echoed in ACKs;
-//! * ECN echo until the sender's CWR.
+//! * ECN echo until the sender's CWR, or with Accurate ECN (`accecn.rs`)
+//!   the count of CE marks in every ACK.
 
+use super::accecn;
 use super::config::TcpConfig;
 use super::seqset::SeqSet;
 use super::ts_clock;
@@ -76,6 +78,13 @@ pub struct TcpReceiver {
     /// ECN negotiated (TCP_ECN_OK) and an ECT segment seen (TCP_ECN_SEEN).
     ecn: bool,
     ecn_seen: bool,
+    /// Accurate ECN feedback negotiated (`set_accecn`): ACKs carry the count
+    /// of CE-marked segments received (`received_ce`, Linux's r.cep) in the
+    /// ACE field instead of RFC 3168's ECE-until-CWR.
+    accecn: bool,
+    received_ce: u32,
+    /// CE marks not yet reported by an ACK (Linux `received_ce_pending`, 4 bits).
+    received_ce_pending: u8,
 
     /// Total segments of a finite transfer (for the tail segment's size).
     app_segments: Option<u32>,
@@ -144,6 +153,9 @@ impl TcpReceiver {
             demand_cwr: false,
             ecn: cfg.ecn,
             ecn_seen: false,
+            accecn: false,
+            received_ce: 0,
+            received_ce_pending: 0,
             app_segments,
             tail_payload,
             last_rx_seq: 0,
@@ -157,6 +169,12 @@ impl TcpReceiver {
             ce_marks: 0,
             acks_sent: 0,
         }
+    }
+
+    /// Negotiates Accurate ECN feedback (the algorithm needs it).
+    pub fn set_accecn(&mut self) {
+        self.ecn = true;
+        self.accecn = true;
     }
 
     fn payload(&self, seq: u32) -> u64 {
@@ -210,23 +228,41 @@ impl TcpReceiver {
             self.srtt_us = rtt_us;
             self.rto_jiffies = usecs_to_jiffies(rtt_us + (2 * rtt_us).max(200_000), self.hz);
         }
-        // tcp_ecn_accept_cwr, then tcp_ecn_check_ce.
-        if d.cwr {
-            self.demand_cwr = false;
-            self.ack_now = true;
-        }
-        if d.ce {
-            self.ce_marks += 1;
-            if !self.demand_cwr {
-                self.enter_quickack_mode(2);
-                self.demand_cwr = true;
+        if self.accecn {
+            // tcp_ecn_received_counters: count CE marks; an ACK goes out at
+            // once before the 3-bit field could wrap unseen.
+            if d.ce {
+                self.ce_marks += 1;
+                self.received_ce = self.received_ce.wrapping_add(1);
+                self.received_ce_pending = (self.received_ce_pending + 1).min(0xf);
+                if self.received_ce_pending >= accecn::ACE_MAX_DELTA {
+                    self.ack_now = true;
+                }
             }
-            self.ecn_seen = true;
-        } else if d.ect {
-            self.ecn_seen = true;
-        } else if self.ecn && self.ecn_seen {
-            // Not-ECT after ECT segments: probably a retransmission; ACK quickly.
-            self.enter_quickack_mode(2);
+            if d.ce || d.ect {
+                self.ecn_seen = true;
+            } else if self.ecn_seen {
+                self.enter_quickack_mode(2);
+            }
+        } else {
+            // tcp_ecn_accept_cwr, then tcp_ecn_check_ce.
+            if d.cwr {
+                self.demand_cwr = false;
+                self.ack_now = true;
+            }
+            if d.ce {
+                self.ce_marks += 1;
+                if !self.demand_cwr {
+                    self.enter_quickack_mode(2);
+                    self.demand_cwr = true;
+                }
+                self.ecn_seen = true;
+            } else if d.ect {
+                self.ecn_seen = true;
+            } else if self.ecn && self.ecn_seen {
+                // Not-ECT after ECT segments: probably a retransmission; ACK quickly.
+                self.enter_quickack_mode(2);
+            }
         }
         self.last_rx_seq = d.seq;
         self.last_rx_ns = now.0;
@@ -520,7 +556,8 @@ impl TcpReceiver {
             wnd_end: self.wnd_end,
             tsecr: self.ts_recent,
             sack,
-            ece: self.demand_cwr,
+            ece: self.demand_cwr && !self.accecn,
+            ace: if self.accecn { accecn::ace(self.received_ce) } else { 0 },
             rx_seq: self.last_rx_seq,
             rx_ns_low: AckSegment::stamp(self.last_rx_ns),
         };
@@ -533,6 +570,7 @@ impl TcpReceiver {
                 self.ato = usecs_to_jiffies(40_000, self.hz);
             }
         }
+        self.received_ce_pending = 0;
         self.ack_scheduled = false;
         self.ack_now = false;
         self.delack_timer = None;
@@ -568,6 +606,33 @@ mod tests {
         out.iter()
             .filter_map(|p| if let Payload::Ack(a) = p.payload { Some(a) } else { None })
             .collect()
+    }
+
+    #[test]
+    fn accecn_acks_carry_the_count_of_ce_marks() {
+        let mut r = established();
+        r.set_accecn();
+        r.quick = 0;
+        r.ato = 10;
+        r.lrcvtime = jiffies_at(Time::from_ms(99), 250);
+        let mut out = vec![];
+        // Delayed ACKs (one per two segments) report the running count from 5;
+        // a CE mark neither forces an ACK nor sets ECE.
+        let ce = |seq: u32| DataSegment { ce: true, ect: true, ect1: true, ..seg(seq) };
+        let ect = |seq: u32| DataSegment { ect: true, ect1: true, ..seg(seq) };
+        for (i, d) in [ce(0), ect(1), ce(2), ce(3)].iter().enumerate() {
+            r.on_data(Time::from_ms(100 + i as u64), d, &mut out);
+        }
+        let a = acks(&out);
+        assert_eq!(a.iter().map(|a| (a.ack, a.ace, a.ece)).collect::<Vec<_>>(), vec![(2, 6, false), (4, 0, false)]);
+        // A run of marks: every ACK reports the count so far.
+        out.clear();
+        for i in 4..10 {
+            r.on_data(Time::from_ms(110 + i as u64), &ce(i), &mut out);
+        }
+        let a = acks(&out);
+        assert_eq!(a.last().map(|a| (a.ack, a.ace)), Some((10, accecn::ace(9))));
+        assert_eq!(r.ce_marks, 9);
     }
 
     #[test]

@@ -117,17 +117,20 @@ impl TcpSender {
         let payload = self.seg_payload(seq);
         // Linux `tcp_ecn_send` (RFC 3168 6.1.5): only new data is ECN-capable,
         // and the first new data segment after a reduction carries CWR;
-        // retransmissions are sent Not-ECT, so a queue drops rather than marks them.
+        // retransmissions are sent Not-ECT, so a queue drops rather than marks
+        // them, except for an algorithm that needs ECN, whose socket marks
+        // every packet ECT (and ECT(1) if it asks for the L4S identifier).
         let new_data = self.ecn_ok && !retransmission;
         let cwr = new_data && std::mem::take(&mut self.queue_cwr);
+        let ect = new_data || (self.ecn_ok && self.ca_needs_ecn);
         let seg = DataSegment {
             seq,
             payload,
             tsval: ts_clock(self.sock.now),
             retransmission,
             ce: false,
-            ect: new_data,
-            ect1: false,
+            ect,
+            ect1: ect && self.ca_wants_ect_1,
             cwr,
             gso: Default::default(),
         };
@@ -268,6 +271,9 @@ impl TcpSender {
     /// Linux `tcp_tso_segs` for this flow now.
     fn tso_segs(&self) -> u32 {
         let tp = &self.sock;
+        if let Some(segs) = self.cc.tso_segs(tp) {
+            return segs.clamp(1, tso::GSO_MAX_SEGS);
+        }
         let min_segs = self.cc.min_tso_segs(tp).unwrap_or(tso::MIN_TSO_SEGS);
         tso::tso_segs(tp.pacing_rate, tp.min_rtt_us(), self.cfg.mss, min_segs, tp.pacing_shift)
     }
