@@ -19,6 +19,7 @@ pub mod illinois;
 pub mod lp;
 pub mod nv;
 pub mod params;
+pub mod prague;
 pub mod rapid;
 pub mod registry;
 pub mod reno;
