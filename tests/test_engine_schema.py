@@ -132,7 +132,7 @@ def test_schema_entries_match_the_engine():
         "kind": "duration_ns", "required": True, "default": None, "min": 0, "exclusive_min": True, "rule": "must be positive",
         "doc": "Simulated time of the run.",
     }
-    assert t["qdisc"]["tag"] == "kind" and list(t["qdisc"]["variants"]) == sorted(["drop_tail", "red", "codel", "fq_codel", "pie", "step"])
+    assert t["qdisc"]["tag"] == "kind" and list(t["qdisc"]["variants"]) == sorted(["drop_tail", "red", "codel", "fq_codel", "pie", "step", "dualpi2"])
     assert t["qdisc"]["variants"]["pie"]["fields"]["alpha"]["default"] == 0.125
     assert set(t["loss"]["variants"]) == {"bernoulli", "periodic", "gilbert_elliott", "scheduled", "outages"}
     assert set(t["dist"]["variants"]["lognormal_pareto"]["fields"]) == {"mu", "sigma", "k", "alpha", "tail", "max"}

@@ -121,6 +121,9 @@ def test_qdisc_defaults_to_drop_tail_and_resolves_names_and_tables():
     pie = {"kind": "pie", "target": "20ms", "alpha": 0.125, "beta": 1.25, "dq_rate_estimator": True}
     q = Scenario.from_dict(doc(**{"network.qdisc": pie})).engine["network"]["qdisc"]
     assert q == {"kind": "pie", "target": 20_000_000, "alpha": 0.125, "beta": 1.25, "dq_rate_estimator": True}
+    dq = {"kind": "dualpi2", "target": "15ms", "step_thresh": "1ms", "coupling_factor": 2, "c_protection": 10, "any_ect": True}
+    q = Scenario.from_dict(doc(**{"network.qdisc": dq})).engine["network"]["qdisc"]
+    assert q == {"kind": "dualpi2", "target": 15_000_000, "step_thresh": 1_000_000, "coupling_factor": 2, "c_protection": 10, "any_ect": True}
     # A threshold in bandwidth-delay products: 0.1 x 100 Mbit/s x 40 ms.
     q = Scenario.from_dict(doc(**{"network.qdisc": {"kind": "red", "min": "0.1bdp", "max": "0.3bdp"}})).engine["network"]["qdisc"]
     assert q["min"] == {"bytes": 50_000} and q["max"] == {"bytes": 150_000}
@@ -131,8 +134,8 @@ def test_qdisc_defaults_to_drop_tail_and_resolves_names_and_tables():
 @pytest.mark.parametrize(
     "qdisc,field,fragment",
     [
-        ("blue", "network.qdisc", "unknown queue discipline 'blue'; allowed: drop_tail, codel, fq_codel, pie, red"),
-        ({"kind": "sfq"}, "network.qdisc.kind", "allowed: drop_tail, codel, fq_codel, pie, red"),
+        ("blue", "network.qdisc", "unknown queue discipline 'blue'; allowed: drop_tail, codel, dualpi2, fq_codel, pie, red"),
+        ({"kind": "sfq"}, "network.qdisc.kind", "allowed: drop_tail, codel, dualpi2, fq_codel, pie, red"),
         ({"target": "5ms"}, "network.qdisc", "allowed: drop_tail"),
         (7, "network.qdisc", "a name or a table"),
         ({"kind": "codel", "targt": "5ms"}, "network.qdisc.targt", "unknown field; allowed: ce_threshold, ecn, interval, kind, target"),
@@ -149,6 +152,9 @@ def test_qdisc_defaults_to_drop_tail_and_resolves_names_and_tables():
         ({"kind": "step"}, "network.qdisc.threshold", "missing required field"),
         ({"kind": "step", "threshold": "20 parcels"}, "network.qdisc.threshold", "packets ('200p')"),
         ({"kind": "step", "threshold": "20p", "ecn": True}, "network.qdisc.ecn", "unknown field; allowed: kind, threshold"),
+        ({"kind": "dualpi2", "coupling_factor": 0}, "network.qdisc.coupling_factor", "1..255"),
+        ({"kind": "dualpi2", "c_protection": 101}, "network.qdisc.c_protection", "0..100"),
+        ({"kind": "dualpi2", "step_thresh": "1ms", "step_packets": 5}, "network.qdisc.step_packets", "not both"),
     ],
 )
 def test_qdisc_errors_name_the_field_and_what_is_allowed(qdisc, field, fragment):

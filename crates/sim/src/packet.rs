@@ -97,6 +97,9 @@ pub struct DataSegment {
     pub ce: bool,
     /// ECN-capable transport.
     pub ect: bool,
+    /// With `ect`: the codepoint is ECT(1), the L4S identifier (RFC 9331),
+    /// rather than ECT(0).
+    pub ect1: bool,
     /// Congestion Window Reduced (the sender reacted to ECE).
     pub cwr: bool,
     /// The super-packet the segment left in (host/tso.rs).
@@ -125,6 +128,10 @@ pub struct AckSegment {
     pub sack: SackBlocks,
     /// ECN-Echo.
     pub ece: bool,
+    /// Accurate ECN (RFC 9768): the ACE field (AE, CWR, ECE read as a 3-bit
+    /// counter of CE-marked packets received, starting at 5); 0 on the ACKs of
+    /// connections without AccECN.
+    pub ace: u8,
     /// The newest data segment that arrived before this ACK and its arrival time
     /// at the receiver: a high-precision receive timestamp that rate-probing
     /// algorithms (RAPID) use; ordinary TCP ignores it. Only the low 32 bits of
@@ -216,7 +223,7 @@ mod tests {
     fn full_segment_is_1500_bytes() {
         let p = Packet::data(
             0,
-            DataSegment { seq: 0, payload: 1448, tsval: 0, retransmission: false, ce: false, ect: false, cwr: false, gso: Default::default() },
+            DataSegment { seq: 0, payload: 1448, tsval: 0, retransmission: false, ce: false, ect: false, ect1: false, cwr: false, gso: Default::default() },
         );
         assert_eq!(p.wire_bytes, 1500);
     }
@@ -224,7 +231,7 @@ mod tests {
     #[test]
     fn receive_times_survive_the_32_bit_stamp() {
         for &(rx, now) in &[(1_000u64, 2_000u64), (5_000_000_000, 5_000_000_001), ((1 << 32) - 5, (1 << 32) + 100), (9_999_999_999, 13_000_000_000)] {
-            let a = AckSegment { ack: 0, wnd_end: 0, tsecr: 0, sack: SackBlocks::default(), ece: false, rx_seq: 1, rx_ns_low: AckSegment::stamp(rx) };
+            let a = AckSegment { ack: 0, wnd_end: 0, tsecr: 0, sack: SackBlocks::default(), ece: false, ace: 0, rx_seq: 1, rx_ns_low: AckSegment::stamp(rx) };
             assert_eq!(a.rx_time(now), rx);
         }
     }

@@ -101,6 +101,7 @@ class QueueSeries(TypedDict):
 
 class _QdiscOptional(TypedDict, total=False):
     red_curve: list[dict]  # RED only
+    queues: list[dict]  # DualPI2: per-queue counters ("l", "c")
 
 
 class QdiscStats(_QdiscOptional):

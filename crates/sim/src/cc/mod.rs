@@ -21,6 +21,7 @@ pub mod illinois;
 pub mod lp;
 pub mod nv;
 pub mod params;
+pub mod prague;
 pub mod rapid;
 pub mod registry;
 pub mod reno;
@@ -103,6 +104,9 @@ pub struct RateSample {
     pub losses: u32,
     /// Packets newly (S)ACKed on this ACK.
     pub acked_sacked: u32,
+    /// Of those, the packets Accurate ECN reports CE-marked (the L4S tree's
+    /// `rs->ece_delta`).
+    pub ece_delta: u32,
     /// In-flight packets before this ACK.
     pub prior_in_flight: u32,
     pub is_app_limited: bool,
@@ -139,6 +143,7 @@ impl Default for RateSample {
             rtt_us: -1,
             losses: 0,
             acked_sacked: 0,
+            ece_delta: 0,
             prior_in_flight: 0,
             is_app_limited: false,
             is_retrans: false,
@@ -228,8 +233,9 @@ pub struct TcpSock {
     pub delivered: u32,
     /// Time (us) `delivered` last changed.
     pub delivered_mstamp: u64,
-    /// Of `delivered`, the packets delivered by ACKs that carried ECE (Linux
-    /// `tp->delivered_ce`, counted for an ECN connection).
+    /// Of `delivered`, the packets delivered by ACKs that carried ECE, or
+    /// that the receiver reported CE-marked with Accurate ECN (Linux
+    /// `tp->delivered_ce`; `tcp::accecn`).
     pub delivered_ce: u32,
     /// Total packets marked lost, Linux `tp->lost`.
     pub lost: u32,
@@ -300,8 +306,8 @@ impl TcpSock {
             retrans_out: 0,
             delivered: 0,
             delivered_mstamp: 0,
-            lost: 0,
             delivered_ce: 0,
+            lost: 0,
             reordering: 3,
             srtt_us8: 0,
             rtt_min: MinMax::new_min(0, u32::MAX),
@@ -530,6 +536,24 @@ pub trait CongestionControl: Send {
     /// changes) instead of RFC 3168's ECE until CWR. Only with `needs_ecn`.
     fn ce_state_acks(&self) -> bool {
         false
+    }
+
+    /// Linux `TCP_CONG_NEEDS_ACCECN` (Prague): the connection negotiates
+    /// Accurate ECN feedback (`tcp::accecn`); implies `needs_ecn`.
+    fn needs_accecn(&self) -> bool {
+        false
+    }
+
+    /// Linux `TCP_CONG_WANTS_ECT_1`: data packets carry ECT(1), the L4S
+    /// identifier, instead of ECT(0).
+    fn wants_ect_1(&self) -> bool {
+        false
+    }
+
+    /// Linux `tso_segs`: the algorithm sizes super-packets itself (`None`:
+    /// the stack's `tcp_tso_autosize` with `min_tso_segs`).
+    fn tso_segs(&self, _tp: &TcpSock) -> Option<u32> {
+        None
     }
 
     /// Whether the algorithm needs the stack's SACK on or off (`newreno` turns it

@@ -40,6 +40,7 @@ const ENTRIES: &[Entry] = &[
     Entry { info: super::cdg::info, build: super::cdg::build },
     Entry { info: super::lp::info, build: super::lp::build },
     Entry { info: super::dctcp::info, build: super::dctcp::build },
+    Entry { info: super::prague::info, build: super::prague::build },
 ];
 
 /// Rules on an algorithm's parameters beyond their declared ranges (a Linux

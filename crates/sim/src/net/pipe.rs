@@ -134,7 +134,7 @@ mod tests {
     use crate::packet::{AckSegment, SackBlocks};
 
     fn ack(n: u32) -> Packet {
-        Packet::ack(0, AckSegment { ack: n, wnd_end: 0, tsecr: 0, sack: SackBlocks::default(), ece: false, rx_seq: 0, rx_ns_low: 0 })
+        Packet::ack(0, AckSegment { ack: n, wnd_end: 0, tsecr: 0, sack: SackBlocks::default(), ece: false, ace: 0, rx_seq: 0, rx_ns_low: 0 })
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! `network.buffer` (in bytes or packets).
 
 use super::aqm::codel::{self, Codel, CodelParams};
+use super::aqm::dualpi2::{self, DualPi2, DualPi2Params, L4sMask, StepThresh};
 use super::aqm::fq_codel::{self, FqCodel};
 use super::aqm::pie::{self, Pie, PieParams};
 use super::aqm::red::{self, Red, RedParams};
@@ -32,6 +33,8 @@ pub enum QdiscConfig {
     Pie(PieConfig),
     /// DCTCP's step marking: CE on ECN-capable packets while the queue holds more than `threshold`.
     Step(StepConfig),
+    /// L4S's coupled dual-queue AQM (`sch_dualpi2`, RFC 9332).
+    Dualpi2(DualPi2Config),
 }
 
 /// `tc qdisc ... red`.
@@ -142,6 +145,45 @@ pub struct StepConfig {
     pub threshold: QueueLimit,
 }
 
+/// `tc qdisc ... dualpi2`; the limit (packets or bytes) is `network.buffer`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, Schema)]
+#[serde(default, deny_unknown_fields)]
+pub struct DualPi2Config {
+    /// Target queue delay of the PI2 controller.
+    #[schema(positive, default = dualpi2::DEFAULT_TARGET)]
+    pub target: Option<Dur>,
+    /// Interval between updates of the base probability.
+    #[schema(positive, default = dualpi2::DEFAULT_TUPDATE)]
+    pub tupdate: Option<Dur>,
+    /// Integral gain (Linux's 41/256 = 0.16 Hz; tc passes 1/256ths, up to 2^31 - 1).
+    #[schema(min = 0.00390625, max = 8388607.99, unit = "Hz", default = dualpi2::DEFAULT_ALPHA)]
+    pub alpha: Option<f64>,
+    /// Proportional gain (Linux's 819/256 = 3.2 Hz).
+    #[schema(min = 0.00390625, max = 8388607.99, unit = "Hz", default = dualpi2::DEFAULT_BETA)]
+    pub beta: Option<f64>,
+    /// The L queue's step threshold as a sojourn time (default 1 ms).
+    #[schema(min = 0, default = dualpi2::DEFAULT_STEP_THRESH)]
+    pub step_thresh: Option<Dur>,
+    /// The step threshold in packets of the L queue instead (tc's `step_thresh Np`).
+    #[schema(min = 0, unit = "packets")]
+    pub step_packets: Option<u32>,
+    /// Apply the step only when the L queue holds at least this many packets.
+    #[schema(min = 0, unit = "packets", default = 0)]
+    pub min_qlen_step: Option<u32>,
+    /// Coupling factor k: p_CL = k p' (p_C = p'^2).
+    #[schema(min = 1, max = 255, default = dualpi2::DEFAULT_COUPLING)]
+    pub coupling_factor: Option<u32>,
+    /// Weight of the classic queue in the scheduler, percent (tc's `c_protection`).
+    #[schema(min = 0, max = 100, unit = "%", default = dualpi2::DEFAULT_C_PROTECTION)]
+    pub c_protection: Option<u32>,
+    /// Drop and mark at enqueue instead of dequeue.
+    pub drop_early: bool,
+    /// On overload (k p' > 1) let the queues overflow instead of dropping L4S packets.
+    pub no_drop_overload: bool,
+    /// Classify any ECT packet (ECT(0) too) into the L queue (tc's `any_ect`).
+    pub any_ect: bool,
+}
+
 fn codel_params(target: Option<Dur>, interval: Option<Dur>, ecn: bool, ce_threshold: Option<Dur>) -> CodelParams {
     let d = CodelParams::default();
     CodelParams { target: target.unwrap_or(d.target), interval: interval.unwrap_or(d.interval), mtu: d.mtu, ecn, ce_threshold }
@@ -208,6 +250,7 @@ impl QdiscConfig {
             QdiscConfig::FqCodel(_) => "fq_codel",
             QdiscConfig::Pie(_) => "pie",
             QdiscConfig::Step(_) => "step",
+            QdiscConfig::Dualpi2(_) => "dualpi2",
         }
     }
 
@@ -224,8 +267,33 @@ impl QdiscConfig {
             QdiscConfig::Step(c) if amount(c.threshold) == 0 => {
                 Err(ConfigError::new("threshold", "must be at least one packet or byte"))
             }
+            QdiscConfig::Dualpi2(c) if c.step_thresh.is_some() && c.step_packets.is_some() => {
+                Err(ConfigError::new("step_packets", "give the step threshold as step_thresh (a time) or step_packets, not both"))
+            }
             _ => Ok(()),
         }
+    }
+}
+
+/// DualPI2's parameters with Linux's defaults for what `c` leaves out.
+pub fn dualpi2_params(c: &DualPi2Config) -> DualPi2Params {
+    let d = DualPi2Params::default();
+    DualPi2Params {
+        target: c.target.unwrap_or(d.target),
+        tupdate: c.tupdate.unwrap_or(d.tupdate),
+        alpha: c.alpha.unwrap_or(d.alpha),
+        beta: c.beta.unwrap_or(d.beta),
+        step: match (c.step_packets, c.step_thresh) {
+            (Some(n), _) => StepThresh::Packets(n),
+            (None, Some(t)) => StepThresh::Time(t),
+            (None, None) => d.step,
+        },
+        min_qlen_step: c.min_qlen_step.unwrap_or(d.min_qlen_step),
+        coupling_factor: c.coupling_factor.map_or(d.coupling_factor, |k| k as u8),
+        c_protection: c.c_protection.map_or(d.c_protection, |w| w as u8),
+        drop_early: c.drop_early,
+        drop_overload: !c.no_drop_overload,
+        ecn_mask: if c.any_ect { L4sMask::AnyEct } else { L4sMask::L4sEct },
     }
 }
 
@@ -258,6 +326,7 @@ pub fn build_qdisc(cfg: &QdiscConfig, limit: QueueLimit, rate: Rate, mut rng: Rn
             Box::new(Pie::new(p, limit, rng))
         }
         QdiscConfig::Step(c) => Box::new(Step::new(c.threshold, limit)),
+        QdiscConfig::Dualpi2(c) => Box::new(DualPi2::new(dualpi2_params(c), limit, rng)),
     }
 }
 
@@ -283,7 +352,7 @@ mod tests {
         assert_eq!(step, QdiscConfig::Step(StepConfig { threshold: QueueLimit::Packets(20) }));
         assert_eq!(build_qdisc(&step, QueueLimit::Packets(100), Rate::from_mbps(100), Rng::stream(1, "q")).stats().kind, "step");
         assert!(parse(r#"{"kind": "step"}"#).unwrap_err().contains("missing field `threshold`"));
-        for kind in ["red", "codel", "fq_codel", "pie", "drop_tail"] {
+        for kind in ["red", "codel", "fq_codel", "pie", "drop_tail", "dualpi2"] {
             let c = parse(&format!(r#"{{"kind": "{kind}"}}"#)).unwrap();
             assert_eq!(c.kind(), kind);
             let q = build_qdisc(&c, QueueLimit::Packets(1000), Rate::from_mbps(100), Rng::stream(1, "q"));
@@ -335,5 +404,19 @@ mod tests {
         assert!(bad(QdiscConfig::Pie(PieConfig { beta: Some(3.0), ..Default::default() })).starts_with("network.qdisc.beta:"));
         assert!(bad(QdiscConfig::Pie(PieConfig { tupdate: Some(Dur(0)), ..Default::default() })).starts_with("network.qdisc.tupdate:"));
         assert!(bad(QdiscConfig::Step(StepConfig { threshold: QueueLimit::Bytes(0) })).starts_with("network.qdisc.threshold:"));
+        let dq = |f: fn(&mut DualPi2Config)| {
+            let mut c = DualPi2Config::default();
+            f(&mut c);
+            QdiscConfig::Dualpi2(c)
+        };
+        assert!(bad(dq(|c| c.coupling_factor = Some(0))).starts_with("network.qdisc.coupling_factor:"));
+        assert!(bad(dq(|c| c.c_protection = Some(101))).starts_with("network.qdisc.c_protection:"));
+        assert!(bad(dq(|c| c.alpha = Some(0.0))).starts_with("network.qdisc.alpha:"));
+        assert!(bad(dq(|c| c.tupdate = Some(Dur(0)))).starts_with("network.qdisc.tupdate:"));
+        assert!(bad(dq(|c| {
+            c.step_thresh = Some(Dur(1));
+            c.step_packets = Some(5);
+        }))
+        .starts_with("network.qdisc.step_packets:"));
     }
 }

@@ -76,7 +76,7 @@ pub trait QueueDisc: Send {
 /// (per flow); these are the discipline's own counters.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct QdiscStats {
-    /// The discipline: `drop_tail`, `red`, `codel`, `fq_codel`, `pie` or `step`.
+    /// The discipline: `drop_tail`, `red`, `codel`, `fq_codel`, `pie`, `step` or `dualpi2`.
     pub kind: String,
     /// Packets marked Congestion Experienced instead of being dropped.
     pub ce_marks: u64,
@@ -88,6 +88,37 @@ pub struct QdiscStats {
     /// RED only: arrivals binned by the average queue they saw.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub red_curve: Vec<RedBin>,
+    /// Disciplines with several queues (DualPI2: `l` and `c`): each queue's
+    /// counters.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub queues: Vec<QueueClassStats>,
+}
+
+/// The counters of one queue of a multi-queue discipline.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct QueueClassStats {
+    /// The queue (DualPI2: `l` for L4S, `c` for classic).
+    pub name: String,
+    /// Packets dequeued, with the sum and maximum of their sojourn times.
+    pub sojourn_packets: u64,
+    pub sojourn_sum_ns: u64,
+    pub sojourn_max_ns: u64,
+    pub ce_marks: u64,
+    /// Packets dropped by the discipline (overflow and AQM).
+    pub drops: u64,
+}
+
+impl QueueClassStats {
+    pub fn new(name: &str) -> QueueClassStats {
+        QueueClassStats { name: name.to_string(), ..QueueClassStats::default() }
+    }
+
+    #[inline]
+    pub fn sojourn(&mut self, d: u64) {
+        self.sojourn_packets += 1;
+        self.sojourn_sum_ns += d;
+        self.sojourn_max_ns = self.sojourn_max_ns.max(d);
+    }
 }
 
 impl QdiscStats {
@@ -271,7 +302,7 @@ mod tests {
     use crate::packet::{DataSegment, Packet};
 
     fn seg(seq: u32) -> Packet {
-        Packet::data(0, DataSegment { seq, payload: 1448, tsval: 0, retransmission: false, ce: false, ect: false, cwr: false, gso: Default::default() })
+        Packet::data(0, DataSegment { seq, payload: 1448, tsval: 0, retransmission: false, ce: false, ect: false, ect1: false, cwr: false, gso: Default::default() })
     }
 
     #[test]

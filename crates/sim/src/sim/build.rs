@@ -142,12 +142,13 @@ fn endpoints(
     }
     // An algorithm that needs ECN asks for it in its SYN, and a Linux peer
     // accepts (net.ipv4.tcp_ecn = 2, the default, or a listener running the
-    // same algorithm). The receiving socket runs the same algorithm (DCTCP's
-    // ACK rules).
-    if cc.needs_ecn() {
+    // same algorithm); one that needs Accurate ECN gets AccECN feedback from
+    // it. The receiving socket runs the same algorithm (DCTCP's ACK rules).
+    if cc.needs_ecn() || cc.needs_accecn() {
         rcv_tcp.ecn = true;
     }
     let ce_state_acks = cc.needs_ecn() && cc.ce_state_acks();
+    let accecn = cc.needs_accecn();
     let mut sender = TcpSender::new(id, tcp, cc, size);
     sender.sock.flow_seed = flow_seed;
     sender.tso = hosts.tso && !per_packet;
@@ -155,6 +156,9 @@ fn endpoints(
     let mut receiver = TcpReceiver::new(id, &rcv_tcp, size);
     if ce_state_acks {
         receiver.set_ce_state_acks();
+    }
+    if accecn {
+        receiver.set_accecn();
     }
     (sender, receiver)
 }

@@ -1,8 +1,10 @@
 //! TCP endpoints that behave like Linux: the sender (ACK processing, SACK
 //! scoreboard, RACK-TLP loss detection, PRR, RTO with F-RTO, undo, pacing) and
 //! the receiver (delayed and quick ACKs, SACK and D-SACK generation, SACK
-//! compression), plus their shared pieces (RTT estimator, sequence sets).
+//! compression), plus their shared pieces (RTT estimator, sequence sets,
+//! Accurate ECN feedback).
 
+pub mod accecn;
 pub mod config;
 pub mod receiver;
 pub mod rtt;

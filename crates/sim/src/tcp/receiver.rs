@@ -15,7 +15,10 @@
 //!   DCTCP (`ce_state_acks`), ECE on exactly the ACKs of CE segments, with an
 //!   immediate ACK of the data before each change of the CE state
 //!   (`dctcp_ece_ack_update` in Linux's `tcp_dctcp.h`).
+//! * or, with Accurate ECN (`accecn.rs`)
+//!   the count of CE marks in every ACK.
 
+use super::accecn;
 use super::config::TcpConfig;
 use super::seqset::SeqSet;
 use super::ts_clock;
@@ -85,6 +88,13 @@ pub struct TcpReceiver {
     ce_state_acks: bool,
     ce_state: bool,
     prior_rcv_nxt: u32,
+    /// Accurate ECN feedback negotiated (`set_accecn`): ACKs carry the count
+    /// of CE-marked segments received (`received_ce`, Linux's r.cep) in the
+    /// ACE field instead of RFC 3168's ECE-until-CWR.
+    accecn: bool,
+    received_ce: u32,
+    /// CE marks not yet reported by an ACK (Linux `received_ce_pending`, 4 bits).
+    received_ce_pending: u8,
 
     /// Total segments of a finite transfer (for the tail segment's size).
     app_segments: Option<u32>,
@@ -156,6 +166,9 @@ impl TcpReceiver {
             ce_state_acks: false,
             ce_state: false,
             prior_rcv_nxt: 0,
+            accecn: false,
+            received_ce: 0,
+            received_ce_pending: 0,
             app_segments,
             tail_payload,
             last_rx_seq: 0,
@@ -177,6 +190,12 @@ impl TcpReceiver {
     pub fn set_ce_state_acks(&mut self) {
         self.ecn = true;
         self.ce_state_acks = true;
+    }
+
+    /// Negotiates Accurate ECN feedback (the algorithm needs it).
+    pub fn set_accecn(&mut self) {
+        self.ecn = true;
+        self.accecn = true;
     }
 
     fn payload(&self, seq: u32) -> u64 {
@@ -230,26 +249,44 @@ impl TcpReceiver {
             self.srtt_us = rtt_us;
             self.rto_jiffies = usecs_to_jiffies(rtt_us + (2 * rtt_us).max(200_000), self.hz);
         }
-        // tcp_ecn_accept_cwr, then tcp_ecn_check_ce.
-        if d.cwr {
-            self.demand_cwr = false;
-            self.ack_now = true;
-        }
-        if self.ce_state_acks {
-            // The CE check comes where Linux makes it, with the data (below).
-            self.ce_marks += d.ce as u64;
-        } else if d.ce {
-            self.ce_marks += 1;
-            if !self.demand_cwr {
-                self.enter_quickack_mode(2);
-                self.demand_cwr = true;
+        if self.accecn {
+            // tcp_ecn_received_counters: count CE marks; an ACK goes out at
+            // once before the 3-bit field could wrap unseen.
+            if d.ce {
+                self.ce_marks += 1;
+                self.received_ce = self.received_ce.wrapping_add(1);
+                self.received_ce_pending = (self.received_ce_pending + 1).min(0xf);
+                if self.received_ce_pending >= accecn::ACE_MAX_DELTA {
+                    self.ack_now = true;
+                }
             }
-            self.ecn_seen = true;
-        } else if d.ect {
-            self.ecn_seen = true;
-        } else if self.ecn && self.ecn_seen {
-            // Not-ECT after ECT segments: probably a retransmission; ACK quickly.
-            self.enter_quickack_mode(2);
+            if d.ce || d.ect {
+                self.ecn_seen = true;
+            } else if self.ecn_seen {
+                self.enter_quickack_mode(2);
+            }
+        } else {
+            // tcp_ecn_accept_cwr, then tcp_ecn_check_ce.
+            if d.cwr {
+                self.demand_cwr = false;
+                self.ack_now = true;
+            }
+            if self.ce_state_acks {
+                // The CE check comes where Linux makes it, with the data (below).
+                self.ce_marks += d.ce as u64;
+            } else if d.ce {
+                self.ce_marks += 1;
+                if !self.demand_cwr {
+                    self.enter_quickack_mode(2);
+                    self.demand_cwr = true;
+                }
+                self.ecn_seen = true;
+            } else if d.ect {
+                self.ecn_seen = true;
+            } else if self.ecn && self.ecn_seen {
+                // Not-ECT after ECT segments: probably a retransmission; ACK quickly.
+                self.enter_quickack_mode(2);
+            }
         }
         self.last_rx_seq = d.seq;
         self.last_rx_ns = now.0;
@@ -592,7 +629,8 @@ impl TcpReceiver {
             wnd_end: self.wnd_end,
             tsecr: self.ts_recent,
             sack,
-            ece: self.demand_cwr,
+            ece: self.demand_cwr && !self.accecn,
+            ace: if self.accecn { accecn::ace(self.received_ce) } else { 0 },
             rx_seq: self.last_rx_seq,
             rx_ns_low: AckSegment::stamp(self.last_rx_ns),
         };
@@ -610,6 +648,7 @@ impl TcpReceiver {
                 self.ato = usecs_to_jiffies(40_000, self.hz);
             }
         }
+        self.received_ce_pending = 0;
         self.ack_scheduled = false;
         self.ack_now = false;
         self.delack_timer = None;
@@ -629,7 +668,7 @@ mod tests {
     use super::*;
 
     fn seg(seq: u32) -> DataSegment {
-        DataSegment { seq, payload: 1448, tsval: seq + 1, retransmission: false, ce: false, ect: false, cwr: false, gso: Default::default() }
+        DataSegment { seq, payload: 1448, tsval: seq + 1, retransmission: false, ce: false, ect: false, ect1: false, cwr: false, gso: Default::default() }
     }
 
     fn established() -> TcpReceiver {
@@ -643,6 +682,33 @@ mod tests {
         out.iter()
             .filter_map(|p| if let Payload::Ack(a) = p.payload { Some(a) } else { None })
             .collect()
+    }
+
+    #[test]
+    fn accecn_acks_carry_the_count_of_ce_marks() {
+        let mut r = established();
+        r.set_accecn();
+        r.quick = 0;
+        r.ato = 10;
+        r.lrcvtime = jiffies_at(Time::from_ms(99), 250);
+        let mut out = vec![];
+        // Delayed ACKs (one per two segments) report the running count from 5;
+        // a CE mark neither forces an ACK nor sets ECE.
+        let ce = |seq: u32| DataSegment { ce: true, ect: true, ect1: true, ..seg(seq) };
+        let ect = |seq: u32| DataSegment { ect: true, ect1: true, ..seg(seq) };
+        for (i, d) in [ce(0), ect(1), ce(2), ce(3)].iter().enumerate() {
+            r.on_data(Time::from_ms(100 + i as u64), d, &mut out);
+        }
+        let a = acks(&out);
+        assert_eq!(a.iter().map(|a| (a.ack, a.ace, a.ece)).collect::<Vec<_>>(), vec![(2, 6, false), (4, 0, false)]);
+        // A run of marks: every ACK reports the count so far.
+        out.clear();
+        for i in 4..10 {
+            r.on_data(Time::from_ms(110 + i as u64), &ce(i), &mut out);
+        }
+        let a = acks(&out);
+        assert_eq!(a.last().map(|a| (a.ack, a.ace)), Some((10, accecn::ace(9))));
+        assert_eq!(r.ce_marks, 9);
     }
 
     #[test]

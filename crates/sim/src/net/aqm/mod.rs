@@ -1,6 +1,7 @@
 //! Active queue management at the bottleneck, after Linux's queue disciplines:
-//! RED (`sch_red`), CoDel (`sch_codel`), FQ-CoDel (`sch_fq_codel`) and PIE
-//! (`sch_pie`), and DCTCP's step-marking queue (`step`). Each follows its Linux implementation's structure and defaults
+//! RED (`sch_red`), CoDel (`sch_codel`), FQ-CoDel (`sch_fq_codel`), PIE
+//! (`sch_pie`), DCTCP's step-marking queue (`step`) and L4S's DualPI2
+//! (`sch_dualpi2`). Each follows its Linux implementation's structure and defaults
 //! (the module docs list where and why they differ); the factory that builds
 //! them from a scenario is `net::qdisc`.
 //!
@@ -13,6 +14,7 @@
 //! backlog stay in wire bytes, as for drop-tail.
 
 pub mod codel;
+pub mod dualpi2;
 pub mod fq_codel;
 pub mod pie;
 pub mod red;
@@ -53,7 +55,7 @@ pub(crate) mod testutil {
 
     /// A full-size data segment of `flow` (1500 wire bytes), ECN-capable or not.
     pub fn seg(flow: u32, seq: u32, ect: bool) -> Packet {
-        Packet::data(flow, DataSegment { seq, payload: 1448, tsval: 0, retransmission: false, ce: false, ect, cwr: false, gso: Default::default() })
+        Packet::data(flow, DataSegment { seq, payload: 1448, tsval: 0, retransmission: false, ce: false, ect, ect1: false, cwr: false, gso: Default::default() })
     }
 
     pub fn is_ce(p: &Packet) -> bool {

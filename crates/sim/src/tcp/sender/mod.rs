@@ -24,6 +24,7 @@
 //! proportional to the segments the ACK newly acknowledges or SACKs, never to
 //! the window.
 
+use super::accecn::AccEcnSender;
 use super::config::TcpConfig;
 use super::rtt::{initial_rto_jiffies, RttEstimator};
 use crate::packet::{seq_after, seq_before};
@@ -192,8 +193,14 @@ pub struct TcpSender {
     // ECN.
     ecn_ok: bool,
     queue_cwr: bool,
-    /// The algorithm needs ECN (Linux `tcp_ca_needs_ecn`, DCTCP).
+    /// What the algorithm needs of ECN (Linux `TCP_CONG_NEEDS_ECN`,
+    /// `TCP_CONG_NEEDS_ACCECN`, `TCP_CONG_WANTS_ECT_1`).
     ca_needs_ecn: bool,
+    ca_needs_accecn: bool,
+    ca_wants_ect_1: bool,
+    /// Accurate ECN feedback negotiated, and the sender's side of it.
+    accecn: bool,
+    accecn_rx: AccEcnSender,
     /// The ACK being processed carried ECE (what Linux passes as `ece_ack`
     /// to `tcp_count_delivered`).
     ece_ack: bool,
@@ -220,7 +227,9 @@ impl TcpSender {
             }
             None => (None, mss),
         };
-        let ca_needs_ecn = cc.needs_ecn();
+        let ca_needs_accecn = cc.needs_accecn();
+        let ca_needs_ecn = cc.needs_ecn() || ca_needs_accecn;
+        let ca_wants_ect_1 = cc.wants_ect_1();
         let mut sock = TcpSock::new(mss, cfg.hz, cfg.initial_cwnd);
         if cfg.pacing || cc.wants_pacing() {
             sock.pacing_status = PacingStatus::Needed;
@@ -271,6 +280,10 @@ impl TcpSender {
             queue_cwr: false,
             ca_needs_ecn,
             ece_ack: false,
+            ca_needs_accecn,
+            ca_wants_ect_1,
+            accecn: false,
+            accecn_rx: AccEcnSender::default(),
             counters: FlowCounters { start_ns: u64::MAX, ..Default::default() },
             last_delivery_rate_bps: 0,
         }
@@ -445,6 +458,7 @@ impl TcpSender {
         }
         // An algorithm that needs ECN negotiates it whatever net.ipv4.tcp_ecn says.
         self.ecn_ok = self.cfg.ecn || self.ca_needs_ecn;
+        self.accecn = self.ca_needs_accecn;
         self.snd_wnd_end = (self.cfg.rcvbuf / self.cfg.mss as u64).min(u32::MAX as u64 / 2) as u32;
         self.snd_wnd = self.snd_wnd_end;
         self.max_window = self.snd_wnd;
@@ -654,6 +668,17 @@ impl TcpSender {
         }
 
         flag |= self.clean_rtx_queue(prior_fack, prior_snd_una, &mut sack_state, &mut rs, flag);
+        if self.accecn {
+            // tcp_accecn_process: the newly CE-marked packets among those delivered.
+            let delivered = self.sock.delivered - prior_delivered;
+            let progress = flag & FLAG_FORWARD_PROGRESS != 0;
+            let delta = self.accecn_rx.process(a.ace, self.sock.delivered_ce, delivered, progress);
+            if delta > 0 {
+                self.sock.delivered_ce = self.sock.delivered_ce.wrapping_add(delta);
+                flag |= FLAG_ECE;
+                rs.ece_delta = delta;
+            }
+        }
 
         self.rack.update_reo_wnd(&rs, self.sock.delivered);
         if self.tlp_high_seq.is_some() {

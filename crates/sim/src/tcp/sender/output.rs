@@ -122,7 +122,7 @@ impl TcpSender {
         // and the first new data segment after a reduction carries CWR;
         // retransmissions are sent Not-ECT, so a queue drops rather than marks
         // them, except for an algorithm that needs ECN, whose socket marks
-        // every packet ECT.
+        // every packet ECT (and ECT(1) if it asks for the L4S identifier).
         let new_data = self.ecn_ok && !retransmission;
         let cwr = new_data && std::mem::take(&mut self.queue_cwr);
         let ect = new_data || (self.ecn_ok && self.ca_needs_ecn);
@@ -133,6 +133,7 @@ impl TcpSender {
             retransmission,
             ce: false,
             ect,
+            ect1: ect && self.ca_wants_ect_1,
             cwr,
             gso: Default::default(),
         };
@@ -305,6 +306,9 @@ impl TcpSender {
     /// Linux `tcp_tso_segs` for this flow now.
     fn tso_segs(&self) -> u32 {
         let tp = &self.sock;
+        if let Some(segs) = self.cc.tso_segs(tp) {
+            return segs.clamp(1, tso::GSO_MAX_SEGS);
+        }
         let min_segs = self.cc.min_tso_segs(tp).unwrap_or(tso::MIN_TSO_SEGS);
         tso::tso_segs(tp.pacing_rate, tp.min_rtt_us(), self.cfg.mss, min_segs, tp.pacing_shift)
     }

@@ -323,7 +323,8 @@ impl TcpSender {
         self.rec.prr_delivered = 0;
         self.rec.prr_out = 0;
         self.sock.ssthresh = self.cc.ssthresh(&mut self.sock);
-        if self.ecn_ok {
+        // tcp_ecn_queue_cwr: RFC 3168 only (AccECN has no CWR to send).
+        if self.ecn_ok && !self.accecn {
             self.queue_cwr = true;
         }
     }

@@ -247,7 +247,7 @@ impl Harness {
         }
         sack.dsack = a.dsack.is_some();
         let wnd_end = a.una + self.s.snd_wnd;
-        let seg = AckSegment { ack: a.una, wnd_end, tsecr, sack, ece: a.ece, rx_seq: 0, rx_ns_low: 0 };
+        let seg = AckSegment { ack: a.una, wnd_end, tsecr, sack, ece: a.ece, ace: 0, rx_seq: 0, rx_ns_low: 0 };
         let now = self.now;
         self.s.on_packet(now, &Packet::ack(0, seg), &mut self.out);
         self.collect();

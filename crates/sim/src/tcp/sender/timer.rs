@@ -175,7 +175,7 @@ impl TcpSender {
         self.set_ca_state(CaState::Loss);
         self.rec.high_seq = self.sock.snd_nxt;
         self.tlp_high_seq = None;
-        if self.ecn_ok {
+        if self.ecn_ok && !self.accecn {
             self.queue_cwr = true;
         }
         self.frto = self.cfg.frto && (new_recovery || self.retransmits > 0);
