@@ -380,7 +380,7 @@ fn ecn_sender_sets_ect_on_new_data_only_and_reduces_on_ece() {
         for &b in sack {
             blocks.push(b);
         }
-        Packet::ack(0, AckSegment { ack, wnd_end: ack + 10_000, tsecr: 11, sack: blocks, ece, rx_seq: 0, rx_ns_low: 0 })
+        Packet::ack(0, AckSegment { ack, wnd_end: ack + 10_000, tsecr: 11, sack: blocks, ece, ace: 0, rx_seq: 0, rx_ns_low: 0 })
     };
     // An ECE on the ACK of segment 0: cwnd reduction (CWR), and the next new
     // segment carries CWR, only that one.

@@ -245,11 +245,7 @@ impl DualPi2 {
     }
 
     fn is_l4s(&self, e: Ecn) -> bool {
-        match (e, self.p.ecn_mask) {
-            (Ecn::Ect1 | Ecn::Ce, _) => true,
-            (Ecn::Ect0, L4sMask::AnyEct) => true,
-            _ => false,
-        }
+        matches!((e, self.p.ecn_mask), (Ecn::Ect1 | Ecn::Ce, _) | (Ecn::Ect0, L4sMask::AnyEct))
     }
 
     /// Runs the updates due at or before `now`.
