@@ -15,7 +15,7 @@ import pytest
 import ccarena
 from ccarena import cli, launch
 from ccarena.results import metrics
-from ccarena.results.summary import flow_rows, np_mean, np_sum, run_summary
+from ccarena.results.summary import DEFAULT_MSS, flow_rows, np_mean, np_sum, run_summary
 
 HEAVY = ("pandas", "numpy", "pyarrow", "duckdb", "matplotlib", "asyncssh", "dask", "scipy", "typer", "pydantic")
 
@@ -115,9 +115,58 @@ def test_np_sum_and_mean_are_numpys_to_the_bit():
     assert math.isnan(np_mean([None, float("nan")]))
 
 
+def _pandas_flows(r):
+    """RunResult.flows as it was computed from the time-series DataFrame (the oracle)."""
+    rows = []
+    ts = r.timeseries
+    groups = r.scenario.flow_groups()
+    engine_flows = r.scenario.engine["flows"]
+    for i, f in enumerate(r.record["flows"]):
+        c = f["counters"]
+        window_s = max(f["window_end_ns"] - f["window_start_ns"], 0) / 1e9
+        delivered = c["delivered_at_window_end"] - c["delivered_at_window_start"]
+        thr = delivered * 8 / window_s / 1e6 if window_s > 0 else 0.0
+        in_window = ts[(ts.flow == i) & (ts.t_s > f["window_start_ns"] / 1e9) & (ts.t_s <= f["window_end_ns"] / 1e9)]
+        fct = (c["completion_ns"] - c["start_ns"]) / 1e9 if c["completion_ns"] else np.nan
+        rows.append(
+            {
+                "flow": i,
+                "group": groups[i],
+                "label": f["label"],
+                "cca": f["cca"],
+                "direction": f["direction"],
+                "background": bool(f["background"]),
+                "rtt_ms": f["rtt_ns"] / 1e6,
+                "mss": int(engine_flows[i].get("tcp", {}).get("mss", DEFAULT_MSS)) if i < len(engine_flows) else DEFAULT_MSS,
+                "start_s": f["start_ns"] / 1e9,
+                "throughput_mbps": thr,
+                "mean_cwnd": float(in_window.cwnd.mean()) if len(in_window) else np.nan,
+                "mean_srtt_ms": float(in_window.srtt_ms.mean()) if len(in_window) else np.nan,
+                "retransmissions": c["retransmissions"],
+                "rtos": c["rtos"],
+                "drops": c["drops"],
+                "recoveries": c["recoveries"],
+                "undos": c["undos"],
+                "tlps": c["tlps"],
+                "segments_sent": c["segments_sent"],
+                "skbs_sent": c.get("skbs_sent", 0),
+                "acks_sent": c.get("acks_sent", 0),
+                "bytes_sent": c["bytes_sent"],
+                "bytes_delivered": c["bytes_delivered"],
+                "window_retransmissions": c["retransmissions"] - c["retrans_at_window_start"],
+                "window_rtos": c["rtos"] - c["rtos_at_window_start"],
+                "size_bytes": f["size_bytes"],
+                "fct_s": fct,
+                "window_start_s": f["window_start_ns"] / 1e9,
+                "window_end_s": f["window_end_ns"] / 1e9,
+            }
+        )
+    return pd.DataFrame(rows).set_index("flow")
+
+
 def _reference_summary(r) -> dict:
     """RunResult.summary as it was computed from the DataFrames and the formulas of ``metrics``."""
-    flows = r.flows
+    flows = _pandas_flows(r)
     link = r.record["link"]
     window_s = (r.record["duration_ns"] - r.record["warmup_ns"]) / 1e9
     capacity_bytes = link["window_capacity_bytes"] or link["rate_bps"] * window_s / 8
@@ -154,7 +203,8 @@ def _same(a, b) -> bool:
 
 def _check(r) -> None:
     rows = flow_rows(r.scenario, r.record)
-    frame = [dict(row) for _, row in r.flows.reset_index().iterrows()]
+    frame = [dict(row) for _, row in _pandas_flows(r).reset_index().iterrows()]
+    assert _pandas_flows(r).equals(r.flows)
     assert [list(x) for x in rows] == [list(x) for x in frame]
     for mine, theirs in zip(rows, frame):
         bad = {k: (mine[k], theirs[k]) for k in mine if not _same(mine[k], theirs[k])}

@@ -81,55 +81,11 @@ class RunResult:
     @cached_property
     def flows(self) -> pd.DataFrame:
         """One row per flow: identity, measurement window, throughput and counters."""
-        # numpy and pandas: for the tables only (see the module's docstring)
-        import numpy as np
         import pandas as pd  # for the tables only (see the module's docstring)
 
-        rows = []
-        ts = self.timeseries
-        groups = self.scenario.flow_groups()
-        engine_flows = self.scenario.engine["flows"]
-        for i, f in enumerate(self.record["flows"]):
-            c = f["counters"]
-            window_s = max(f["window_end_ns"] - f["window_start_ns"], 0) / 1e9
-            delivered = c["delivered_at_window_end"] - c["delivered_at_window_start"]
-            thr = delivered * 8 / window_s / 1e6 if window_s > 0 else 0.0
-            in_window = ts[(ts.flow == i) & (ts.t_s > f["window_start_ns"] / 1e9) & (ts.t_s <= f["window_end_ns"] / 1e9)]
-            fct = (c["completion_ns"] - c["start_ns"]) / 1e9 if c["completion_ns"] else np.nan
-            rows.append(
-                {
-                    "flow": i,
-                    "group": groups[i],
-                    "label": f["label"],
-                    "cca": f["cca"],
-                    "direction": f["direction"],
-                    "background": bool(f["background"]),
-                    "rtt_ms": f["rtt_ns"] / 1e6,
-                    "mss": int(engine_flows[i].get("tcp", {}).get("mss", DEFAULT_MSS)) if i < len(engine_flows) else DEFAULT_MSS,
-                    "start_s": f["start_ns"] / 1e9,
-                    "throughput_mbps": thr,
-                    "mean_cwnd": float(in_window.cwnd.mean()) if len(in_window) else np.nan,
-                    "mean_srtt_ms": float(in_window.srtt_ms.mean()) if len(in_window) else np.nan,
-                    "retransmissions": c["retransmissions"],
-                    "rtos": c["rtos"],
-                    "drops": c["drops"],
-                    "recoveries": c["recoveries"],
-                    "undos": c["undos"],
-                    "tlps": c["tlps"],
-                    "segments_sent": c["segments_sent"],
-                    "skbs_sent": c.get("skbs_sent", 0),
-                    "acks_sent": c.get("acks_sent", 0),
-                    "bytes_sent": c["bytes_sent"],
-                    "bytes_delivered": c["bytes_delivered"],
-                    "window_retransmissions": c["retransmissions"] - c["retrans_at_window_start"],
-                    "window_rtos": c["rtos"] - c["rtos_at_window_start"],
-                    "size_bytes": f["size_bytes"],
-                    "fct_s": fct,
-                    "window_start_s": f["window_start_ns"] / 1e9,
-                    "window_end_s": f["window_end_ns"] / 1e9,
-                }
-            )
-        return pd.DataFrame(rows).set_index("flow")
+        # The same rows as the summary's (``summary.flow_rows``, equal to the
+        # bit to the pandas formulas: tests/test_startup.py).
+        return pd.DataFrame(self.flow_rows).set_index("flow")
 
     @cached_property
     def timeseries(self) -> pd.DataFrame:
