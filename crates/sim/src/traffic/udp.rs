@@ -25,7 +25,7 @@ pub enum UdpPattern {
     Poisson,
     /// Sends at `rate` during on periods and nothing during off periods.
     OnOff {
-        /// Length of an on period, ns (the mean must be positive).
+        /// Length of an on period, ns (the mean must be at least 1 us).
         on: Dist,
         /// Length of an off period, ns.
         off: Dist,
@@ -36,7 +36,11 @@ impl UdpPattern {
     /// Checks across fields (the ranges are declared on the fields).
     fn rules(&self) -> Result<(), ConfigError> {
         match self {
-            UdpPattern::OnOff { on, .. } if on.mean() <= 0.0 => Err(ConfigError::new("on", "mean on time must be positive")),
+            // Time counts in whole nanoseconds: on periods that round to
+            // nothing would send nothing while the schedule spun through them.
+            UdpPattern::OnOff { on, .. } if !(on.mean() >= 1000.0) => {
+                Err(ConfigError::new("on", "mean on time must be at least 1 us (1000 ns)"))
+            }
             _ => Ok(()),
         }
     }
@@ -150,6 +154,10 @@ impl UdpSchedule {
                 while next >= on_until {
                     // The on period ended: stay silent, then start a new burst.
                     let burst_start = on_until + Dur(off.sample(&mut self.rng).max(0.0) as u64);
+                    if burst_start == Time::NEVER {
+                        // An off period past the end of time: the source is silent for good.
+                        return None;
+                    }
                     on_until = burst_start + Dur(on.sample(&mut self.rng).max(0.0) as u64);
                     self.phase_start = burst_start;
                     self.sent_in_phase = 0;
@@ -214,6 +222,20 @@ mod tests {
         assert!((rate / 1000.0 - 1.0).abs() < 0.02, "{rate} datagrams/s");
         let ks = crate::dist::ks_statistic(&mut gaps, |x| 1.0 - (-x / 1e6).exp());
         assert!(ks < crate::dist::ks_critical_01(gaps.len()), "KS {ks}");
+    }
+
+    #[test]
+    fn an_off_period_past_the_end_of_time_stops_the_source() {
+        let constant = |v: f64| Dist::Constant { value: v };
+        let mut s = UdpSchedule::new(cfg(UdpPattern::OnOff { on: constant(1e6), off: constant(1e27) }), Rng::stream(5, "udp"));
+        let mut t = Time::ZERO;
+        let mut sent = 0;
+        while let Some(n) = s.next_departure(t) {
+            t = n;
+            sent += 1;
+            assert!(sent < 10, "the datagram at 0 fills the 1 ms burst; silence follows for good");
+        }
+        assert_eq!(sent, 0);
     }
 
     #[test]
