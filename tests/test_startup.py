@@ -263,3 +263,92 @@ def test_summary_of_a_kernel_like_record():
     rec["flow_series"] = rec["flow_series"][:1] + [dict(rec["flow_series"][1], srtt_us=srtt)]
     k = type(r)(scenario=r.scenario, record=rec, build="x")
     _check(k)
+
+
+# ---- the tables saved without pandas ----
+
+_CA_STATES = ["open", "disorder", "cwr", "recovery", "loss"]
+
+
+def _timeseries_oracle(record: dict) -> pd.DataFrame:
+    """The time series as the numpy/pandas formulas build it (the oracle of
+    ``result._timeseries_table``, which builds it from the lists)."""
+    frames = []
+    for i, s in enumerate(record["flow_series"]):
+        n = len(s["t_ns"])
+        ss = np.asarray(s["ssthresh"], dtype=np.int64)
+        frames.append(pd.DataFrame({
+            "t_s": np.asarray(s["t_ns"], dtype=float) / 1e9,
+            "flow": np.full(n, i, dtype=np.int32),
+            "cwnd": np.asarray(s["cwnd"], dtype=np.int64),
+            "ssthresh": pd.arrays.IntegerArray(ss, ss >= 2147483647),
+            "in_flight": np.asarray(s["in_flight"], dtype=np.int64),
+            "srtt_ms": np.asarray(s["srtt_us"], dtype=float) / 1e3,
+            "min_rtt_ms": np.asarray(s["min_rtt_us"], dtype=float) / 1e3,
+            "throughput_mbps": np.asarray(s["throughput_bps"], dtype=float) / 1e6,
+            "delivery_rate_mbps": np.asarray(s["delivery_rate_bps"], dtype=float) / 1e6,
+            "delivered_bytes": np.asarray(s["delivered_bytes"], dtype=np.int64),
+            "retransmissions": np.asarray(s["retransmissions"], dtype=np.int64),
+            "ca_state": pd.Categorical.from_codes(np.asarray(s["ca_state"], dtype=np.int8), _CA_STATES),
+            "pacing_rate_mbps": np.asarray(s["pacing_rate_bps"], dtype=float) / 1e6,
+        }))
+    return pd.concat(frames, ignore_index=True)
+
+
+def _queue_oracle(q: dict) -> pd.DataFrame:
+    return pd.DataFrame({
+        "t_s": np.asarray(q["t_ns"], dtype=float) / 1e9,
+        "backlog_packets": np.asarray(q["backlog_packets"], dtype=np.int64),
+        "backlog_bytes": np.asarray(q["backlog_bytes"], dtype=np.int64),
+        "drops": np.asarray(q["drops"], dtype=np.int64),
+        "bytes_out": np.asarray(q["bytes_out"], dtype=np.int64),
+        "rate_mbps": np.asarray(q["rate_bps"], dtype=float) / 1e6,
+    })
+
+
+@pytest.mark.parametrize("name", ["long samples", "paper background"])
+def test_tables_from_lists_are_the_numpy_formulas(name, tmp_path):
+    """The time series and queue tables, built from the record's lists for
+    pandas-free saving, equal the numpy formulas to the bit, with the same
+    dtypes; the saved Parquet files hold the same values."""
+    r = ccarena.run(SCENARIOS[name])
+    ts, q = r.timeseries, r.queue
+    pd.testing.assert_frame_equal(ts, _timeseries_oracle(r.record), check_exact=True)
+    pd.testing.assert_frame_equal(q, _queue_oracle(r.record["queue_series"]), check_exact=True)
+    assert ts.ssthresh.isna().any() and str(ts.ssthresh.dtype) == "Int64"
+    d = r.save(tmp_path / "run")
+    saved = pd.read_parquet(d / "timeseries.parquet")
+    # Parquet keeps the nulls; pandas reads a nullable integer column as floats.
+    pd.testing.assert_frame_equal(saved.assign(ssthresh=saved.ssthresh.astype("Int64")), ts, check_exact=True)
+    pd.testing.assert_frame_equal(pd.read_parquet(d / "queue.parquet"), q, check_exact=True)
+    if r.record["reverse_queue_series"]:
+        pd.testing.assert_frame_equal(pd.read_parquet(d / "reverse_queue.parquet"), r.reverse_queue, check_exact=True)
+
+
+def test_tables_of_a_kernel_like_record():
+    """Kernel samples may lack an RTT (None) or a congestion state (-1): NaN
+    in the tables, as the numpy formulas make them."""
+    r = ccarena.run(SCENARIOS["long samples"])
+    rec = json.loads(json.dumps(r.record))
+    s = rec["flow_series"][0]
+    s["srtt_us"][3] = None
+    s["ca_state"][:5] = [-1] * 5
+    k = ccarena.RunResult(scenario=r.scenario, record=rec)
+    pd.testing.assert_frame_equal(k.timeseries, _timeseries_oracle(rec), check_exact=True)
+    assert k.timeseries.ca_state.isna().sum() == 5 and k.timeseries.srtt_ms.isna().sum() == 1
+
+
+def test_saving_a_run_imports_no_pandas(small_scenario, tmp_path):
+    """`ccarena run FILE` (saving the run) writes its Parquet files without
+    loading pandas (pyarrow itself loads numpy)."""
+    code = (
+        "import sys\n"
+        "from ccarena.launch import main\n"
+        f"main(['run', {str(small_scenario)!r}, '--out', {str(tmp_path / 'out')!r}])\n"
+        "heavy = sorted(m for m in sys.modules if m.split('.')[0] == 'pandas')\n"
+        "print('HEAVY', heavy, file=sys.stderr)\n"
+    )
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert "HEAVY []" in p.stderr, p.stderr
+    assert list((tmp_path / "out").rglob("timeseries.parquet"))
