@@ -323,7 +323,7 @@ def test_validate_ci_set(tmp_path):
     assert "reno-50M-40v40ms" in p.stdout and "cubic-50M-40v40ms" in p.stdout
     (d,) = list(tmp_path.iterdir())
     table = json.loads((d / "table.json").read_text())
-    assert {r["metric"] for r in table} == {"share0", "ratio", "utilization", "retrans", "seg_per_skb", "acks_per_seg"}
+    assert {r["metric"] for r in table} == {"share0", "ratio", "utilization", "retrans", "rtx_per_event", "seg_per_skb", "acks_per_seg"}
     util = [r for r in table if r["metric"] == "utilization"]
     assert all(r["kernel"] > 0.85 and r["sim"] > 0.85 for r in util)
     # Both backends' hosts hand their devices super-packets (tcp_tso_autosize
@@ -333,6 +333,9 @@ def test_validate_ci_set(tmp_path):
             assert 1.3 < r["kernel"] < 8 and 1.3 < r["sim"] < 8, r
         if r["metric"] == "acks_per_seg":
             assert 0.2 < r["kernel"] < 0.7 and 0.2 < r["sim"] < 0.7, r
+        # Each loss episode costs at least the segment it lost (NaN: none in a short run).
+        if r["metric"] == "rtx_per_event" and r["kernel"] == r["kernel"]:
+            assert r["kernel"] >= 1 and (r["sim"] != r["sim"] or r["sim"] >= 1), r
     assert "within the kernel's spread:" in p.stdout
     assert (d / "table.md").exists() and (d / "runs" / "reno-50M-40v40ms" / "linux-seed1" / "record.json.gz").exists()
 

@@ -100,6 +100,7 @@ METRICS = {
     "ratio": "ratio min/max",
     "utilization": "utilisation",
     "retrans": "retransmissions",
+    "rtx_per_event": "retransmissions per congestion event",
     "seg_per_skb": "segments per skb (sender)",
     "acks_per_seg": "ACKs per data segment",
 }
@@ -149,9 +150,17 @@ def metrics_of(result) -> dict[str, float]:
         "ratio": float(result.summary["throughput_ratio"]),
         "utilization": float(result.summary["utilization"]),
         "retrans": float(f.window_retransmissions.sum()),
+        # How many segments each window reduction costs (the losses' burstiness):
+        # both backends count recoveries and RTOs as their kernels do (the
+        # linux backend reads TcpExtTCPSackRecovery/RenoRecovery and TCPTimeouts).
+        "rtx_per_event": _ratio(float(f.retransmissions.sum()), float(f.recoveries.sum() + f.rtos.sum())),
         "seg_per_skb": segs / skbs if skbs > 0 else float("nan"),
         "acks_per_seg": acks / segs if segs > 0 and acks > 0 else float("nan"),
     }
+
+
+def _ratio(a: float, b: float) -> float:
+    return a / b if b > 0 else float("nan")
 
 
 def run_validation(
@@ -265,7 +274,7 @@ def format_metric(metric: str, v: float) -> str:
         return "n/a"
     if metric == "retrans":
         return f"{v:.0f}"
-    if metric == "seg_per_skb":
+    if metric in ("seg_per_skb", "rtx_per_event"):
         return f"{v:.1f}"
     if metric == "utilization":
         return f"{v:.1%}"
@@ -277,7 +286,7 @@ def fmt_diff(metric: str, v: float) -> str:
         return "n/a"
     if metric == "utilization":
         return f"{v * 100:+.1f} pp"
-    if metric == "seg_per_skb":
+    if metric in ("seg_per_skb", "rtx_per_event"):
         return f"{v:+.1f}"
     return f"{v:+.0f}" if metric == "retrans" else f"{v:+.3f}"
 
