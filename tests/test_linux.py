@@ -58,6 +58,17 @@ BASE = {
 
 
 # ---- always ----
+def test_launch_lead_is_iperf3s_start_up_unless_the_flow_starts_as_iperf3():
+    from ccarena.backends.linux.mapping import launch_lead_ns
+
+    assert launch_lead_ns({"rtt": 20_000_000, "startup": "iperf3"}) == 0
+    # Four round trips at the propagation RTT (data_delay included), plus 15 ms:
+    # the first data segment leaves one RTT after `start`, as the simulator's
+    # does after the handshake it begins at `start`.
+    assert launch_lead_ns({"rtt": 20_000_000}) == 95_000_000
+    assert launch_lead_ns({"rtt": 2_000_000, "data_delay": 200_000_000, "startup": "immediate"}) == 823_000_000
+
+
 
 def test_linux_algorithms_are_validated_for_the_linux_backend():
     with pytest.raises(ScenarioError) as e:
@@ -315,6 +326,24 @@ def test_sigkill_then_cleanup_leaves_nothing(tmp_path):
     assert "removed" in p.stdout and "namespaces" in p.stdout and "1 temporary directories" in p.stdout
     assert not _ours(proc.pid) and not _stray_helpers() and not list(Path("/tmp").glob(f"ccarena-linux-{proc.pid}-*"))
     assert "nothing to clean up" in cli("cleanup", check=True).stdout
+
+
+@needs_linux
+@pytest.mark.parametrize("startup, apart", [("immediate", (0.0, 0.04)), ("iperf3", (0.15, 0.35))])
+def test_flows_start_together_or_as_iperf3_tests(tmp_path, startup, apart):
+    """Flows of 10 and 60 ms started at 0 begin their tests (`data_start_s`:
+    iperf3's server starts its clock one RTT before the first data segment
+    reaches it) within a few ms of each other and of 0 (each iperf3 client
+    launched its start-up early), or, as iperf3 tests launched together,
+    4 x 50 ms apart."""
+    f = tmp_path / "s.toml"
+    f.write_text(f'name = "starts"\nstartup = "{startup}"\n[network]\nbottleneck_rate = "50Mbps"\nbuffer = "100p"\n'
+                 '[[flows]]\ncca = "reno"\nrtt = "10ms"\n[[flows]]\ncca = "reno"\nrtt = "60ms"\n[run]\nduration = "3s"\n')
+    cli("run", str(f), "--backend", "linux", "--out", str(tmp_path / "res"), check=True)
+    starts = read_record(tmp_path / "res")["linux"]["data_start_s"]
+    assert apart[0] <= abs(starts[1] - starts[0]) <= apart[1], starts
+    if startup == "immediate":
+        assert all(abs(s) < 0.03 for s in starts), starts
 
 
 @needs_linux

@@ -212,9 +212,11 @@ def run_validation(
                 rs.save(out / "runs" / cid / f"sim-seed{seed}")
                 raw.append({"case": cid, "backend": "sim", "seed": seed, **metrics_of(rs)})
                 paired = json.loads(json.dumps(d))
-                paired["flows"] = [
-                    dict(fl, start=f"{max(0.0, st - float(fl['rtt'][:-2]) / 1e3):.4f}s") for fl, st in zip(d["flows"], starts)
-                ]
+                # data_start_s is iperf3's test start on the server, one RTT
+                # before the first data segment leaves the client (TEST_RUNNING
+                # has to reach it); a flow of the simulator started then opens
+                # its connection and sends its first segment one RTT later too.
+                paired["flows"] = [dict(fl, start=f"{max(0.0, st):.4f}s") for fl, st in zip(d["flows"], starts)]
                 # The measured starts are the starts: no extra random jitter,
                 # no tool's start-up exchange before them.
                 paired.setdefault("run", {})["start_jitter"] = "0s"

@@ -45,7 +45,7 @@ from .cleanup import cleanup, live_runs, registered_bpf, unregister_bpf
 from .host import (
     DELAY_BIN, LinuxBackendUnavailable, bpf_ccas, check_host, has_netem, has_red, kernel_ccas, kernel_hz, linux_catalogue, popen, sh,
 )
-from .mapping import iperf3_client_args, iperf3_server_args, tbf_limit_bytes
+from .mapping import iperf3_client_args, iperf3_server_args, launch_lead_ns, tbf_limit_bytes
 from .sampling import sample_flow
 from .supervisor import Supervisor, workdir_prefix
 from .topology import MAX_FLOWS, PORT, Dumbbell, receiver_addr
@@ -304,14 +304,19 @@ class _Run:
     def execute(self) -> None:
         interval = self.interval / 1e9
         ticks = int(self.duration // self.interval)
-        order = sorted(range(self.n), key=lambda i: self.flows[i]["start"])
+        # Each client is launched its start-up ahead of the flow's start
+        # (mapping.launch_lead_ns); the run's clock begins late enough that
+        # no launch falls before the launching itself.
+        launch_at = [(f["start"] - launch_lead_ns(f)) / 1e9 for f in self.flows]
+        early = max([0.0, *(-t for t in launch_at)])
+        order = sorted(range(self.n), key=lambda i: launch_at[i])
         window_start = [max(self.warmup, f["start"]) / 1e9 for f in self.flows]
         snap_done = [False] * self.n
-        self.t0 = t0 = time.monotonic()
+        self.t0 = t0 = time.monotonic() + early
         k = 1
         nxt = 0
         while k <= ticks:
-            t_launch = self.flows[order[nxt]]["start"] / 1e9 if nxt < len(order) else math.inf
+            t_launch = launch_at[order[nxt]] if nxt < len(order) else math.inf
             t_tick = k * interval
             wait = min(t_launch, t_tick) - (time.monotonic() - t0)
             if wait > 0:
@@ -637,8 +642,12 @@ def _linux_section(run: _Run, data_starts: list[float]) -> dict:
         "bpf_registered": run.bpf_registered,
         # The rate was above MAX_RATE_BPS (linux.force_rate): the CPU may have set it.
         "rate_above_limit": e["network"]["bottleneck_rate"] > MAX_RATE_BPS,
-        # When each flow's data began (s since the run's start): iperf3's
-        # control handshake delays it by a few RTTs after `start`.
+        # When each flow's test began (s since the run's start): iperf3's
+        # server starts its clock one RTT before the first data segment leaves
+        # the client; a flow with startup = "iperf3" is launched at `start`
+        # and its test begins four RTTs later (the control exchange and the
+        # data connection's handshake), any other flow's client is launched
+        # early so that its test begins at `start` (mapping.launch_lead_ns).
         "data_start_s": data_starts,
         "late_samples": sum(1 for k, t in zip(run.sample_ticks, run.sample_times) if t - k * interval / 1e9 > 0.02),
         # Ticks not sampled because sampling fell behind the clock.

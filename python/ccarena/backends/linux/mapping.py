@@ -11,7 +11,8 @@ commands run is the backend's business.
 * random loss: an iptables ``statistic`` match (``loss_match``);
 * DCTCP's step queue: RED under tbf with min = K, max = K + 1 byte, probability 1
   and ECN (``step_red_args``);
-* flows: iperf3 servers and clients (``iperf3_server_args``, ``iperf3_client_args``);
+* flows: iperf3 servers and clients (``iperf3_server_args``, ``iperf3_client_args``)
+  and when to launch each client (``launch_lead_ns``);
 * reading back: ``parse_tbf``, ``parse_netstat``.
 """
 
@@ -25,7 +26,7 @@ from ...scenario.linux_options import FRAME_BYTES
 __all__ = [
     "PORT", "tbf_rate_bps", "tbf_limit_bytes", "tbf_args", "sender_sysctls", "receiver_sysctls", "sender_route_attrs",
     "receiver_route_attrs", "loss_match", "iperf3_cca", "iperf3_server_args", "iperf3_client_args", "parse_tbf", "parse_netstat",
-    "EMPTY_TBF", "ECN_CCAS", "step_red_args", "parse_red",
+    "EMPTY_TBF", "ECN_CCAS", "step_red_args", "parse_red", "launch_lead_ns",
 ]
 
 #: iperf3's default port: the linux backend's servers listen on it (one per
@@ -159,6 +160,34 @@ def iperf3_client_args(flow: dict, address: str, port: int, duration_ns: int) ->
     if flow["tcp"].get("pacing"):
         args += ["--fq-rate", "100G"]  # SO_MAX_PACING_RATE: turns on the kernel's internal TCP pacing
     return args
+
+
+#: iperf3 3.x's start-up, measured on this project's kernel (docs/fidelity.md,
+#: "iperf3's start-up"): the first data segment leaves five round trips after
+#: the launch (the control connection's handshake, cookie and parameters, the
+#: data connection's handshake, TEST_START), plus the client's launch (5-11 ms
+#: from exec to the control SYN) and its processing of each message (a few ms
+#: per exchange): 2-22 ms in all, ~15 ms typical.
+IPERF3_STARTUP_RTTS = 5
+IPERF3_STARTUP_EXTRA_NS = 15_000_000
+
+
+def launch_lead_ns(flow: dict) -> int:
+    """How long before the flow's `start` its iperf3 client is launched.
+
+    A flow with ``startup = "iperf3"`` is an iperf3 test launched at `start`
+    (the simulator runs iperf3's start-up after it too): no lead. Any other
+    flow opens its data connection at `start` in the simulator, and sends its
+    first data segment one round trip later; its client is launched so that
+    the kernel's first data segment leaves then too: iperf3's start-up less
+    that round trip (four RTTs at the flow's propagation RTT, plus the
+    client's own time). Flows meant to start together so begin their data
+    within a few milliseconds of each other instead of 5 RTTs apart; the
+    record's measured starts (``data_start_s``) say how close each came."""
+    if flow.get("startup", "immediate") == "iperf3":
+        return 0
+    rtt = int(flow["rtt"]) + int(flow.get("data_delay", 0) or 0)
+    return (IPERF3_STARTUP_RTTS - 1) * rtt + IPERF3_STARTUP_EXTRA_NS
 
 
 def parse_tbf(text: str) -> dict:
