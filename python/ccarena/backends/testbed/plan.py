@@ -38,6 +38,7 @@ from pathlib import Path
 from ...errors import ScenarioError
 from ...scenario.model import Scenario
 from ..linux.mapping import (
+    launch_lead_ns,
     PORT, iperf3_cca, iperf3_client_args, iperf3_server_args, loss_match, receiver_sysctls, sender_sysctls, tbf_args,
     tbf_limit_bytes,
 )
@@ -370,7 +371,9 @@ def make_plan(sc: Scenario, inv: Inventory, tag: str, delay_modes: dict[str, str
             hp.start.append(f"start ss sh \"$D/sample.sh\" T0_NS {interval} {ticks} {warm_tick} ss -tinHO state established {q('( ' + ports + ' )')}")
             for f in sending:
                 args = iperf3_client_args(e["flows"][f.index], f.address, f.port, duration)
-                hp.launches.append((f.start_ns / 1e9, f.index, f"start client{f.index} {' '.join(q(a) for a in args)}"))
+                # Launched iperf3's start-up early unless the flow starts as an iperf3 test (mapping.launch_lead_ns).
+                t_launch = (f.start_ns - launch_lead_ns(e["flows"][f.index])) / 1e9
+                hp.launches.append((t_launch, f.index, f"start client{f.index} {' '.join(q(a) for a in args)}"))
             hp.stop.append("cat /proc/net/snmp /proc/net/netstat > \"$D/netstat.end\"")
             hp.collect += ["ss.out", "netstat.start", "netstat.end"] + [f"client{f.index}.out" for f in sending] + [f"client{f.index}.err" for f in sending]
         if receiving:

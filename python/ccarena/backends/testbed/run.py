@@ -362,7 +362,10 @@ class _TestbedRun:
     def execute(self) -> None:
         plan = self.plan
         self._check_cancel()
-        self.t0_ns = time.time_ns() + 1_000_000_000  # the samplers wait for it
+        # The samplers wait for t0; clients launched before a flow's start
+        # (mapping.launch_lead_ns) move it later by as much.
+        early = max([0.0, *(-t for hp in plan.hosts.values() for t, _, _ in hp.launches)])
+        self.t0_ns = time.time_ns() + 1_000_000_000 + int(early * 1e9)
         starts = {}
         for n, hp in plan.hosts.items():
             if hp.start:
