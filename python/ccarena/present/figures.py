@@ -262,7 +262,7 @@ def _tick(t: float) -> str:
 
 
 def _legend(fig, axs, title: str | None) -> None:
-    """One legend: inside a single panel, above the panels when there are several."""
+    """One legend: beside a single panel, above the panels when there are several."""
     seen: dict[str, Any] = {}
     for ax in axs[0]:  # every label once, whichever panel drew it
         for h, lab in zip(*ax.get_legend_handles_labels()):
@@ -273,7 +273,10 @@ def _legend(fig, axs, title: str | None) -> None:
     if not handles:
         return
     if len(axs[0]) == 1:
-        axs[0][0].legend(handles, labels, title=title, frameon=False, loc="best")
+        # Beside the axes, not over them: "best" still covers a point when the
+        # curves fill the panel (Fig. 8's ratios span 0-1 at every RTT).
+        axs[0][0].legend(handles, labels, title=title, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0),
+                         borderaxespad=0.0)
     else:
         fig.legend(handles, labels, title=title, frameon=False, loc="lower center", bbox_to_anchor=(0.5, 1.0),
                    ncol=min(len(labels), 6), title_fontsize=8)
