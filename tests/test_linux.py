@@ -385,3 +385,18 @@ def test_validate_applies_overrides_to_both_backends(tmp_path):
 def test_validate_rejects_unknown_set():
     p = cli("validate", "--suite", "nonesuch")
     assert p.returncode == 2 and "allowed: default" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_ratio_factors_and_summary():
+    import pandas as pd
+
+    from ccarena.experiments.crosscheck import ratio_factors, ratio_summary
+
+    table = pd.DataFrame([
+        {"case": "a", "metric": "ratio", "sim": 0.3, "kernel": 0.6},
+        {"case": "b", "metric": "ratio", "sim": 0.8, "kernel": 0.7},
+        {"case": "b", "metric": "share0", "sim": 0.1, "kernel": 0.9},
+        {"case": "c", "metric": "ratio", "sim": float("nan"), "kernel": 0.5},
+    ])
+    assert ratio_factors(table) == [("a", 2.0), ("b", 0.8 / 0.7)]
+    assert ratio_summary(table) == "throughput ratio within 1.5x of the kernel's mean: 1 of 2 cases (largest factor 2.00, a)"

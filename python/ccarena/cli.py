@@ -668,7 +668,7 @@ def validate(
 ) -> None:
     """Run a validation suite on the simulator and on a kernel (this machine's or a testbed's), and compare."""
     # Pandas.
-    from .experiments.crosscheck import METRICS, VALIDATION_SETS, fmt_diff, format_metric, run_validation, within_spread
+    from .experiments.crosscheck import METRICS, VALIDATION_SETS, fmt_diff, format_metric, ratio_summary, run_validation, within_spread
     from .present.tables import Column, Listing
 
     for s in sets or []:
@@ -704,6 +704,7 @@ def validate(
     _emit(listing)
     ok, cells = within_spread(table)
     out.print(f"simulator within the kernel's spread: {ok} of {cells} cells")
+    out.print(ratio_summary(table))
     out.print(f"stored in [bold]{where}[/bold] (table.md, table.json, table.parquet, runs/)")
 
 

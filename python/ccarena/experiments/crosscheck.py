@@ -42,7 +42,8 @@ from ..backends.sim import SIM
 from ..scenario.catalogue import engine_cca_names
 from ..scenario.model import Scenario
 
-__all__ = ["VALIDATION_SETS", "validation_cases", "run_validation", "METRICS", "format_metric", "fmt_diff", "within_spread"]
+__all__ = ["VALIDATION_SETS", "validation_cases", "run_validation", "METRICS", "format_metric", "fmt_diff", "within_spread",
+           "ratio_factors", "ratio_summary", "RATIO_FACTOR_LIMIT"]
 
 
 @dataclass(frozen=True)
@@ -300,13 +301,41 @@ def within_spread(table: pd.DataFrame) -> tuple[int, int]:
     return int((~compared.flagged).sum()), int(len(compared))
 
 
+#: The issue's second bar: no case's throughput ratio more than this factor
+#: away from the kernel's mean, either way.
+RATIO_FACTOR_LIMIT = 1.5
+
+
+def ratio_factors(table: pd.DataFrame) -> list[tuple[str, float]]:
+    """Per case, how far the simulator's mean throughput ratio is from the
+    kernel's mean, as a factor >= 1 (max(sim/kernel, kernel/sim)); cases
+    where either is missing or zero are left out."""
+    out = []
+    for _, r in table[table.metric == "ratio"].iterrows():
+        sim, ker = float(r["sim"]), float(r["kernel"])
+        if sim > 0 and ker > 0:
+            out.append((str(r["case"]), max(sim / ker, ker / sim)))
+    return out
+
+
+def ratio_summary(table: pd.DataFrame) -> str:
+    """One line: cases whose ratio is within RATIO_FACTOR_LIMIT of the kernel's, and the worst."""
+    factors = ratio_factors(table)
+    if not factors:
+        return "throughput ratio: no case compared"
+    ok = sum(f <= RATIO_FACTOR_LIMIT for _, f in factors)
+    worst = max(factors, key=lambda cf: cf[1])
+    return (f"throughput ratio within {RATIO_FACTOR_LIMIT:g}x of the kernel's mean: {ok} of {len(factors)} cases "
+            f"(largest factor {worst[1]:.2f}, {worst[0]})")
+
+
 def to_markdown(table: pd.DataFrame, meta: dict) -> str:
     ok, cells = within_spread(table)
     lines = [
         f"Validation set `{meta['set']}`: {meta['description']} ({meta['repetitions']} repetitions per backend).",
         "",
         *([f"Overrides on both backends: {', '.join(f'`{k}={v}`' for k, v in meta['overrides'].items())}.", ""] if meta.get("overrides") else []),
-        f"Simulator within the kernel's spread: {ok} of {cells} cells.",
+        f"Simulator within the kernel's spread: {ok} of {cells} cells; {ratio_summary(table)}.",
         "",
         "| case | metric | sim | kernel (mean) | kernel min-max | sim - kernel | > spread | sim, kernel's starts (mean, min-max) |",
         "|---|---|---|---|---|---|---|---|",
