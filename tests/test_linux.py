@@ -382,6 +382,19 @@ def test_validate_applies_overrides_to_both_backends(tmp_path):
     assert "`hosts.tso=False`" in (d / "table.md").read_text()
 
 
+def test_validate_case_patterns_name_the_cases():
+    p = cli("validate", "--suite", "ci", "--case", "bbr-*")
+    assert p.returncode == 2 and "--case: 'bbr-*' matches no case of suite ci; its cases: reno-50M-40v40ms, cubic-50M-40v40ms" in p.stderr
+
+
+@needs_linux
+def test_validate_runs_only_the_cases_asked_for(tmp_path):
+    p = cli("validate", "--suite", "ci", "--case", "cubic-*", "--duration", "3", "--out", str(tmp_path), check=True)
+    (d,) = list(tmp_path.iterdir())
+    assert {r["case"] for r in json.loads((d / "table.json").read_text())} == {"cubic-50M-40v40ms"}
+    assert "reno-50M-40v40ms" not in p.stdout and "Only the cases cubic-50M-40v40ms." in (d / "table.md").read_text()
+
+
 def test_validate_rejects_unknown_set():
     p = cli("validate", "--suite", "nonesuch")
     assert p.returncode == 2 and "allowed: default" in p.stderr and "Traceback" not in p.stderr

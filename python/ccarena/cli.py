@@ -665,10 +665,17 @@ def validate(
     as_json: bool = typer.Option(False, "--json", help="Print the table as JSON."),
     backend: str = typer.Option("linux", "--backend", help="The kernel to compare with: linux (this machine's, in namespaces) or testbed (the hosts of --inventory)."),
     inventory: Optional[Path] = typer.Option(None, "--inventory", help=INVENTORY_HELP),
+    case: Optional[List[str]] = typer.Option(
+        None, "--case", help="Only the suite's cases matching this pattern, e.g. --case 'cubic-1000M-*' (shell-style; repeatable)."
+    ),
 ) -> None:
     """Run a validation suite on the simulator and on a kernel (this machine's or a testbed's), and compare."""
     # Pandas.
-    from .experiments.crosscheck import METRICS, VALIDATION_SETS, fmt_diff, format_metric, ratio_summary, run_validation, within_spread
+    import fnmatch
+
+    from .experiments.crosscheck import (
+        METRICS, VALIDATION_SETS, fmt_diff, format_metric, ratio_summary, run_validation, validation_cases, within_spread,
+    )
     from .present.tables import Column, Listing
 
     for s in sets or []:
@@ -677,12 +684,17 @@ def validate(
     scenario_overrides = overrides(sets)
     if suite not in VALIDATION_SETS:
         raise UsageError(f"--suite: unknown validation suite {suite!r}; allowed: {', '.join(VALIDATION_SETS)}")
+    if case:
+        ids = [cid for cid, _ in validation_cases(suite)[0]]
+        for pattern in case:
+            if not fnmatch.filter(ids, pattern):
+                raise UsageError(f"--case: {pattern!r} matches no case of suite {suite}; its cases: {', '.join(ids)}")
     if backend not in ("linux", "testbed"):
         raise UsageError(f"--backend: validate compares the simulator with a kernel; allowed: linux, testbed, got {backend!r}")
     kernel = backend_runner(backend, inventory, False)
     try:
         table, where = run_validation(suite, out_root, duration, repetitions, log=lambda s: err.print(s, highlight=False, soft_wrap=True),
-                                      backend=kernel, overrides=scenario_overrides)
+                                      backend=kernel, overrides=scenario_overrides, only=case)
     finally:
         if hasattr(kernel, "close"):
             kernel.close()

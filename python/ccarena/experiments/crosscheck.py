@@ -28,6 +28,8 @@ Results are stored under ``results/validate/<set>-<timestamp>/``:
 
 from __future__ import annotations
 
+import fnmatch
+
 import json
 import time
 from dataclasses import dataclass
@@ -172,11 +174,13 @@ def run_validation(
     log: Callable[[str], None] = lambda s: None,
     backend=None,
     overrides: dict | None = None,
+    only: list[str] | None = None,
 ) -> tuple[pd.DataFrame, Path]:
     """Runs the set on the simulator and on a kernel backend (`backend`:
     this machine's, LINUX, by default; or a testbed backend with its
     inventory); returns the table and where it was stored. The kernel's rows
     keep the label "linux" whichever kernel ran them (runs/ names the backend).
+    `only` keeps the cases whose ids match one of its shell-style patterns.
     `overrides` (as `--set` gives them, e.g. {"hosts.tso": False} or
     {"startup": "iperf3"}) apply to every case on both backends; the
     simulator's run from the kernel's measured starts starts its flows
@@ -186,6 +190,9 @@ def run_validation(
     if backend is LINUX:
         check_host(need_delay=True)
     cases, reps = validation_cases(set_name, duration_s, repetitions)
+    if only:
+        # Shell-style patterns on the case ids (`--case 'cubic-1000M-*'`).
+        cases = [(cid, doc) for cid, doc in cases if any(fnmatch.fnmatchcase(cid, p) for p in only)]
     sim_ccas = engine_cca_names()
     kernel, sim = backend.algorithms(), SIM.algorithms()
     if hasattr(backend, "preflight"):
@@ -232,7 +239,8 @@ def run_validation(
     table = summarise(runs, [cid for cid, _ in cases])
     table.to_parquet(out / "table.parquet", index=False)
     (out / "table.json").write_text(table.to_json(orient="records", indent=2))
-    meta = {"set": set_name, "description": VALIDATION_SETS[set_name].description, "repetitions": reps, "overrides": overrides}
+    meta = {"set": set_name, "description": VALIDATION_SETS[set_name].description, "repetitions": reps, "overrides": overrides,
+            "cases": [cid for cid, _ in cases] if only else None}
     (out / "table.md").write_text(to_markdown(table, meta))
     return table, out
 
@@ -335,6 +343,7 @@ def to_markdown(table: pd.DataFrame, meta: dict) -> str:
         f"Validation set `{meta['set']}`: {meta['description']} ({meta['repetitions']} repetitions per backend).",
         "",
         *([f"Overrides on both backends: {', '.join(f'`{k}={v}`' for k, v in meta['overrides'].items())}.", ""] if meta.get("overrides") else []),
+        *([f"Only the cases {', '.join(meta['cases'])}.", ""] if meta.get("cases") else []),
         f"Simulator within the kernel's spread: {ok} of {cells} cells; {ratio_summary(table)}.",
         "",
         "| case | metric | sim | kernel (mean) | kernel min-max | sim - kernel | > spread | sim, kernel's starts (mean, min-max) |",
