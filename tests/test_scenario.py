@@ -212,6 +212,11 @@ def test_engine_errors_name_the_table_the_user_wrote():
     with pytest.raises(ScenarioError) as e:
         check_with_engine(engine, [], sc.doc)
     assert e.value.field == "web[1].load"
+    # The on-off periods sit beside `pattern` in a [[udp]] table, inside it in the engine.
+    d = dict(BASE, udp=[{"rate": "1Mbps", "pattern": "on_off", "on": "500ns", "off": "10ms"}])
+    with pytest.raises(ScenarioError) as e:
+        Scenario.from_dict(d)
+    assert e.value.field == "udp[0].on" and "at least 1 us" in e.value.message
 
 
 def test_leaf_tables_follow_the_engines_schema():

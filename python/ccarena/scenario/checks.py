@@ -157,4 +157,8 @@ def engine_error(error: ValueError, origins: dict[str, list[str]] | None = None)
         index = int(m.group(2))
         if index < len(table):
             field = table[index] + field[m.end():]
+    if m and m.group(1) == "udp":
+        # A [[udp]] table writes the on-off periods beside `pattern`
+        # (`on = ...`), the engine inside it (`pattern.on`).
+        field = re.sub(r"\.pattern\.(on|off)$", r".\1", field)
     return ScenarioError(field, message)
