@@ -53,6 +53,23 @@ def test_confidence_intervals():
     assert mu == 4.0 and math.isnan(ci) and n == 1
 
 
+def test_interval_quantiles_are_scipys_to_the_bit():
+    """The 95 % intervals take their t quantiles from a table instead of
+    scipy (whose import costs a sweep's summary a second): the same doubles,
+    so the same intervals; other levels and larger samples still ask scipy."""
+    from scipy.stats import t
+
+    assert [float(t.ppf(0.5 + 0.95 / 2, d)) for d in range(1, 61)] == m._T975_EXACT
+    rng = np.random.default_rng(3)
+    for n in (2, 5, 61, 62, 100):
+        x = rng.normal(size=n)
+        half = float(t.ppf(0.975, n - 1) * x.std(ddof=1) / math.sqrt(n))
+        assert m.mean_interval(x) == (float(x.mean()), float(x.mean()) - half, float(x.mean()) + half, n)
+    x = rng.normal(size=5)
+    half = float(t.ppf(0.95, 4) * x.std(ddof=1) / math.sqrt(5))
+    assert m.mean_interval(x, level=0.9)[2] == float(x.mean()) + half
+
+
 def test_run_metrics_from_a_record(small_scenario):
     import ccarena
 
