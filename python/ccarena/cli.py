@@ -670,13 +670,12 @@ def validate(
     ),
 ) -> None:
     """Run a validation suite on the simulator and on a kernel (this machine's or a testbed's), and compare."""
-    # Pandas.
+    # The suite's modules load pandas and the backends: only this command needs them.
     import fnmatch
-
+    from .present.tables import Column, Listing
     from .experiments.crosscheck import (
         METRICS, VALIDATION_SETS, fmt_diff, format_metric, ratio_summary, run_validation, validation_cases, within_spread,
     )
-    from .present.tables import Column, Listing
 
     for s in sets or []:
         if "=" not in s and s in VALIDATION_SETS:

@@ -263,7 +263,7 @@ def _timeseries_table(series: list[dict]) -> "pa.Table":
     built from the record's lists without numpy or pandas: ``save`` writes it
     to Parquet as it is. ssthresh is a nullable integer (Linux's "infinite"
     is null); ca_state a dictionary of _CA_STATES."""
-    import pyarrow as pa
+    import pyarrow as pa  # loaded only when a run is saved or its tables are asked for
 
     cols: dict[str, list] = {c: [] for c in _TIMESERIES_DTYPES}
     for i, s in enumerate(series):
@@ -295,8 +295,8 @@ _TYPECODES = {"float64": "d", "int64": "q", "int32": "i", "int8": "b"}
 def _arrow(values: list, dtype: str) -> "pa.Array":
     """An Arrow array of `dtype` from a list (None: null), built from its
     buffers: `pyarrow.array` would import pandas to look for pandas objects."""
+    # Loaded only when a run is saved or its tables are asked for.
     import array
-
     import pyarrow as pa
 
     nulls = [i for i, v in enumerate(values) if v is None]
@@ -312,8 +312,8 @@ def _arrow(values: list, dtype: str) -> "pa.Array":
 
 def _arrow_strings(values: list[str]) -> "pa.Array":
     """An Arrow string array from its buffers (see `_arrow`)."""
+    # Loaded only when a run is saved or its tables are asked for.
     import array
-
     import pyarrow as pa
 
     encoded = [v.encode() for v in values]
@@ -325,7 +325,7 @@ def _arrow_strings(values: list[str]) -> "pa.Array":
 
 def _queue_table(q: dict) -> "pa.Table":
     """A queue's series (``RunResult.queue``) as an Arrow table, from the record's lists."""
-    import pyarrow as pa
+    import pyarrow as pa  # loaded only when a run is saved or its tables are asked for
 
     columns = {
         "t_s": _arrow(_scaled(q["t_ns"], 1e9), "float64"),
