@@ -69,6 +69,7 @@ def test_udp_and_web_tables_resolve_into_engine_units():
         ({"network_dynamics": [{"kind": "pulse", "period": "1s", "high": {"rate": "1Mbps"}, "low": {"rate": "2Mbps"}, "duty": 1.5}]}, "network.dynamics[0].duty", "1"),
         ({"network_dynamics": [{"kind": "random_walk", "property": "jitter"}]}, "network.dynamics[0].property", "rate, delay, loss"),
         ({"network_trace": "nowhere"}, "network.trace", "0.57mbps-poisson"),
+        ({"network_trace": "x" * 300}, "network.trace", "0.57mbps-poisson"),  # a name the file system refuses
         ({"network_trace_repeat": False}, "network.trace_repeat", "only applies"),
     ],
 )

@@ -403,11 +403,19 @@ def resolve_trace(value: Any, repeat: Any, base: Path | None) -> dict:
     given = Path(value)
     shipped = [TRACE_DIR / f"{value}.trace", TRACE_DIR / value] if "/" not in value and not value.startswith(".") else []
     own = given if given.is_absolute() or base is None else base / given
-    path = next((p for p in shipped + [own] if p.is_file()), None)
+    path = next((p for p in shipped + [own] if _is_file(p)), None)
     if path is None:
         raise ScenarioError("network.trace", f"no trace {excerpt(value)}; shipped traces: {', '.join(trace_names())}, or give a Mahimahi trace file")
     inside = path in shipped or _inside(path, base if base is not None else Path.cwd())
     return {"opportunities_ms": read_trace(path, "network.trace", quote=inside), "bytes_per_opportunity": 1500, "repeat": repeat}
+
+
+def _is_file(path: Path) -> bool:
+    """Path.is_file, with names the system refuses (too long, ...) as absent."""
+    try:
+        return path.is_file()
+    except OSError:
+        return False
 
 
 def _inside(path: Path, directory: Path) -> bool:
