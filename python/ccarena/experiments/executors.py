@@ -19,8 +19,8 @@ the database) happens in the calling process.
   the sweep stops.
 
 Events: ``RunProgress`` (simulated seconds so far), ``RunDone`` (the record),
-``RunFailed`` (the error) and ``Idle`` (nothing happened for a while; lets
-the caller react to Ctrl-C).
+``RunFailed`` (the error) and ``Idle`` (nothing to hand over now: the
+caller may let readers at its store, and reacts to Ctrl-C).
 """
 
 from __future__ import annotations
@@ -97,7 +97,8 @@ class RunFailed:
 
 @dataclass(frozen=True)
 class Idle:
-    """Nothing happened for a while."""
+    """No outcome is waiting: yielded before an executor blocks, and every
+    half second while it does."""
 
 
 Event = Union[RunProgress, RunDone, RunFailed, Idle]
@@ -216,9 +217,11 @@ class LocalExecutor:
             while any(w.task is not None for w in workers.values()):
                 conns = {w.conn: s for s, w in workers.items() if w.task is not None}
                 sentinels = {w.process.sentinel: s for s, w in workers.items() if w.task is not None}
-                ready = wait(list(conns) + list(sentinels), timeout=0.5)
+                ready = wait(list(conns) + list(sentinels), timeout=0)
                 if not ready:
                     yield Idle()
+                    ready = wait(list(conns) + list(sentinels), timeout=0.5)
+                if not ready:
                     continue
                 dead: set[int] = set()
                 for r in ready:
@@ -313,7 +316,11 @@ class DaskExecutor:
             futures = [client.submit(fn, t, key=f"ccarena-{t.run_id}", pure=False, retries=0) for t in tasks]
             by_key = {f.key: t for f, t in zip(futures, tasks)}
             started = time.perf_counter()
-            for fut in as_completed(futures):
+            completed = as_completed(futures)
+            while not completed.is_empty():
+                if not completed.has_ready():
+                    yield Idle()
+                fut = next(completed)
                 task = by_key[fut.key]
                 try:
                     out = fut.result()
@@ -361,6 +368,7 @@ class BackendExecutor:
 
         worker = threading.Thread(target=work, name=f"ccarena-{self.backend.name}-run", daemon=True)
         worker.start()
+        yield Idle()
         try:
             while worker.is_alive():
                 worker.join(0.5)

@@ -302,6 +302,10 @@ def _execute(executor, tasks: list[Task], todo: dict[str, RunSpec], store: Store
             if interrupted["set"]:
                 raise KeyboardInterrupt
             if isinstance(ev, Idle):
+                # Readers (ccarena results, another sweep) get the database while no
+                # outcome waits; outcomes that arrive together are stored under one
+                # connection (opening DuckDB costs tens of milliseconds).
+                store.release()
                 continue
             rid = ev.run_id
             spec = todo[rid]
@@ -327,7 +331,6 @@ def _execute(executor, tasks: list[Task], todo: dict[str, RunSpec], store: Store
                 outcome.failed += 1
                 outcome.errors[rid] = ev.error
                 emit("run", {"run_id": rid, "ok": False, "params": spec.params, "error": ev.error})
-            store.release()  # readers may look in between runs
             if claims is not None:
                 claims.release(rid)  # stored: a sweep starting now finds it done
             outcome.simulated_s = finished_sim
