@@ -413,3 +413,12 @@ def test_ratio_factors_and_summary():
     ])
     assert ratio_factors(table) == [("a", 2.0), ("b", 0.8 / 0.7)]
     assert ratio_summary(table) == "throughput ratio within 1.5x of the kernel's mean: 1 of 2 cases (largest factor 2.00, a)"
+
+
+def test_paired_starts_keep_the_kernels_offsets():
+    from ccarena.experiments.crosscheck import paired_starts
+
+    # Launched early, both flows began before the run's zero, 12 ms apart.
+    assert paired_starts([-0.003, -0.015]) == pytest.approx([0.012, 0.0])
+    assert paired_starts([0.044, 0.294]) == [0.044, 0.294]
+    assert paired_starts([]) == []

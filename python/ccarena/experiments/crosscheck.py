@@ -17,8 +17,10 @@ run), while each kernel run starts its flows a little differently: iperf3's
 control handshake delays each flow's data by a few of its RTTs after the
 launch. Two-flow shares depend on these start phases, so the table also shows
 "sim (kernel starts)": the simulator started like each kernel repetition
-(flow i opens at the kernel's measured data start minus one RTT, the
-simulated handshake), one such run per kernel repetition.
+(flow i opens at the kernel's measured iperf3 test start, one RTT before its
+first data segment as in the simulator; starts measured before the run's
+zero, as flows launched early can be, shift all flows alike), one such run
+per kernel repetition.
 
 Results are stored under ``results/validate/<set>-<timestamp>/``:
 ``table.json`` / ``table.parquet`` (one row per case, metric), ``table.md``
@@ -166,6 +168,14 @@ def _ratio(a: float, b: float) -> float:
     return a / b if b > 0 else float("nan")
 
 
+def paired_starts(starts: list[float]) -> list[float]:
+    """The simulator's start times for a kernel run's measured test starts:
+    flows launched ahead of the run's zero can start a few ms before it, so
+    all shift alike, keeping the offsets between them."""
+    shift = max(0.0, -min(starts, default=0.0))
+    return [st + shift for st in starts]
+
+
 def run_validation(
     set_name: str = "default",
     out_root: str | Path = "results/validate",
@@ -224,7 +234,7 @@ def run_validation(
                 # before the first data segment leaves the client (TEST_RUNNING
                 # has to reach it); a flow of the simulator started then opens
                 # its connection and sends its first segment one RTT later too.
-                paired["flows"] = [dict(fl, start=f"{max(0.0, st):.4f}s") for fl, st in zip(d["flows"], starts)]
+                paired["flows"] = [dict(fl, start=f"{st:.4f}s") for fl, st in zip(d["flows"], paired_starts(starts))]
                 # The measured starts are the starts: no extra random jitter,
                 # no tool's start-up exchange before them.
                 paired.setdefault("run", {})["start_jitter"] = "0s"
