@@ -418,6 +418,34 @@ mod tso_scripts {
         assert_eq!(h.s.counters.skbs_sent, 3);
     }
 
+    /// TCP Small Queues on a 100 ms path, initial window 10: the pacing rate
+    /// (2 x 10 x 1448 B / 100 ms) is under 300 B per ms, so skbs hold the
+    /// minimum 2 segments and the limit is two skbs' truesize (2 x (2,896 +
+    /// 896) = 7,584 B). Three skbs leave (the check is made before each, on
+    /// what is already below the socket); the fourth waits although cwnd
+    /// has room. A segment leaving the NIC frees nothing until its skb's
+    /// last does; then the socket, throttled, writes one more skb, until
+    /// cwnd rather than the limit stops it.
+    #[test]
+    fn small_queues_hold_the_window_until_the_host_frees_an_skb() {
+        let mut h = reno().tso().tsq().start();
+        expect_tx!(h, 0..6);
+        assert!(h.s.tsq.as_ref().is_some_and(|q| q.throttled));
+        assert!(!h.nic_tx_done(0, false));
+        expect_tx!(h, none);
+        assert!(h.nic_tx_done(1, true));
+        expect_tx!(h, 6..8);
+        assert!(!h.nic_tx_done(2, false));
+        assert!(h.nic_tx_done(3, true));
+        expect_tx!(h, 8..10);
+        // cwnd is full now: the socket stopped on cwnd, not on the limit, so
+        // a freed skb does not wake it (only tcp_small_queue_check throttles).
+        assert!(!h.nic_tx_done(4, false));
+        assert!(!h.nic_tx_done(5, true));
+        expect_tx!(h, none);
+        assert_eq!(h.s.counters.skbs_sent, 5);
+    }
+
     /// Without offload the same ACKs release segments at once.
     #[test]
     fn without_offload_every_opening_is_sent() {

@@ -59,6 +59,7 @@ pub struct Setup {
     segments: Option<u32>,
     rtt_ms: u64,
     tso: bool,
+    tsq: bool,
 }
 
 pub fn reno() -> Setup {
@@ -71,7 +72,7 @@ pub fn cubic() -> Setup {
 
 pub fn setup(cca: &str) -> Setup {
     let cca = make_cca(cca, &Default::default()).expect("a registered algorithm");
-    Setup { cca, cfg: TcpConfig::default(), segments: None, rtt_ms: 100, tso: false }
+    Setup { cca, cfg: TcpConfig::default(), segments: None, rtt_ms: 100, tso: false, tsq: false }
 }
 
 impl Setup {
@@ -90,6 +91,13 @@ impl Setup {
     /// With segmentation offload (`[hosts] tso`; default off here).
     pub fn tso(mut self) -> Setup {
         self.tso = true;
+        self
+    }
+
+    /// With TCP Small Queues (`[hosts] tsq`; default off here): the script
+    /// frees skbs with `Harness::nic_tx_done`.
+    pub fn tsq(mut self) -> Setup {
+        self.tsq = true;
         self
     }
 
@@ -115,6 +123,9 @@ impl Setup {
             ect_sent: Vec::new(),
         };
         h.s.tso = self.tso;
+        if self.tsq {
+            h.s.tsq = Some(Default::default());
+        }
         h.s.connect(Time::ZERO, &mut h.out);
         let syn_ts = match h.out.pop().map(|p| p.payload) {
             Some(Payload::Syn { tsval }) => tsval,
@@ -251,6 +262,18 @@ impl Harness {
         let now = self.now;
         self.s.on_packet(now, &Packet::ack(0, seg), &mut self.out);
         self.collect();
+    }
+
+    /// The host's NIC finished sending segment `seq` (`last`: the end of its
+    /// skb, which is then freed, as `tcp_wfree` runs). Returns whether the
+    /// socket had been throttled by TCP Small Queues and wrote again.
+    pub fn nic_tx_done(&mut self, seq: u32, last: bool) -> bool {
+        self.assert_checked();
+        let _ = seq; // scripts name the segment for the reader; the sender counts bytes
+        let now = self.now;
+        let woke = self.s.nic_tx_done(now, self.s.cfg.mss, last, &mut self.out);
+        self.collect();
+        woke
     }
 
     /// The application writes more data (with `segments`) and pushes it.
