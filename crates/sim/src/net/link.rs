@@ -5,10 +5,14 @@
 //! mid-run and AQMs act at dequeue.
 //!
 //! A Linux router (`set_gso_burst`) is a token bucket in front of a veth, as
-//! `tbf` is: a super-packet it queued whole leaves whole, when the tokens for
-//! all of it have come (the instant its last segment would have finished on a
-//! wire of the link's rate), and until then it counts in the queue's backlog.
-//! One event moves the whole skb.
+//! `tbf` is: a packet leaves (at once: a veth has no rate of its own) when the
+//! bucket holds the tokens for it, and a super-packet it queued whole leaves
+//! whole, when the tokens for all of it have come; until then it counts in
+//! the queue's backlog. The bucket fills while the queue is empty, up to the
+//! burst (`tbf_dequeue`: tokens = min(tokens + elapsed, buffer)), and starts
+//! full, so the first burst's worth of bytes after an idle spell passes
+//! without waiting. One event moves the whole skb. (With a drop-tail child;
+//! behind an AQM the link serves packet by packet at the rate.)
 
 use super::queue::{Enqueued, QdiscStats, QueueDisc};
 use crate::packet::{Packet, Payload};
@@ -74,6 +78,13 @@ pub struct Link {
     /// A Linux router's token bucket: super-packets up to this size are
     /// queued whole (None: a switch, every segment on its own).
     gso_burst: Option<u64>,
+    /// The Linux router's bucket: its size as transmission time at the rate
+    /// (tbf's `buffer`), the tokens (ns of transmission) it held after the
+    /// last departure, and when that was (`t_c`).
+    bucketed: bool,
+    bucket_ns: u64,
+    tokens_ns: u64,
+    tokens_at: Time,
     /// The decision for each flow's latest super-packet.
     skbs: Vec<Option<SkbDecision>>,
     qdisc: Box<dyn QueueDisc>,
@@ -96,6 +107,10 @@ impl Link {
         Link {
             rate,
             gso_burst: None,
+            bucketed: false,
+            bucket_ns: 0,
+            tokens_ns: 0,
+            tokens_at: Time::ZERO,
             skbs: Vec::new(),
             qdisc,
             in_service: None,
@@ -119,6 +134,12 @@ impl Link {
         self.capacity_bit_ns += self.rate.0 as u128 * (now.0 - self.rate_since.0) as u128;
         self.rate_since = now;
         self.rate = rate;
+        // The linux backend changes tbf's rate with its burst: the bucket's
+        // time follows the new rate (`tc qdisc change` recomputes buffer).
+        if let Some(burst) = self.gso_burst {
+            self.bucket_ns = rate.tx_time(burst).0;
+            self.tokens_ns = self.tokens_ns.min(self.bucket_ns);
+        }
     }
 
     /// Serve packets at a trace's delivery opportunities from now on.
@@ -147,6 +168,10 @@ impl Link {
     /// Make this bottleneck a Linux router whose tbf bucket is `burst` bytes.
     pub fn set_gso_burst(&mut self, burst: u64) {
         self.gso_burst = Some(burst);
+        // tbf_change: the bucket starts full.
+        self.bucketed = self.qdisc.takes_super_packets_whole();
+        self.bucket_ns = self.rate.tx_time(burst).0;
+        self.tokens_ns = self.bucket_ns;
     }
 
     /// Linux `tbf_enqueue` for a segment of a super-packet: one that fits the
@@ -284,10 +309,35 @@ impl Link {
         }
         let done = match &mut self.trace {
             Some(trace) => trace.finish_time(now, pkt.wire_bytes),
+            None if self.bucketed => self.take_tokens(now, bytes),
             None => now + self.rate.tx_time(bytes),
         };
         self.in_service = Some(pkt);
         Some(done)
+    }
+
+    /// Linux `tbf_dequeue` for `bytes` at the head of the queue at `now`:
+    /// when they leave. The bucket has gained the time since the last
+    /// departure, up to its size; if that covers the bytes' transmission time
+    /// they leave now, else when the missing tokens have come (tbf's watchdog),
+    /// with the bucket then empty.
+    fn take_tokens(&mut self, now: Time, bytes: u64) -> Time {
+        let need = self.rate.tx_time(bytes).0;
+        let tokens = self.tokens_ns.saturating_add(now.0.saturating_sub(self.tokens_at.0)).min(self.bucket_ns);
+        let leave = if tokens >= need { now } else { Time(now.0 + (need - tokens)) };
+        self.tokens_ns = tokens.saturating_sub(need);
+        self.tokens_at = leave;
+        leave
+    }
+
+    /// The burst a Linux router's bucket lets through above the rate (0 for
+    /// a switch or an AQM): the most bytes beyond rate x time it can send.
+    pub fn burst_bytes(&self) -> u64 {
+        if self.bucketed {
+            self.gso_burst.unwrap_or(0)
+        } else {
+            0
+        }
     }
 
     /// The packet in service (or the super-packet, whole) has been
@@ -383,21 +433,91 @@ mod tests {
             &LossSpec::none(),
             Rng::stream(1, "loss"),
         );
-        l.set_gso_burst(50_000);
-        // Its segments arrive together; service starts with the last.
-        assert_eq!(l.arrive(Time(0), skb_seg(0)), Ok(None));
-        assert_eq!(l.arrive(Time(0), skb_seg(1)), Ok(None));
-        assert_eq!(l.arrive(Time(0), skb_seg(2)), Ok(Some(Time(90_000))));
+        // A bucket of exactly one skb, full at the start as tbf's is: the first
+        // skb leaves the moment its last segment is queued.
+        l.set_gso_burst(4_500);
+        for i in 0..2 {
+            assert_eq!(l.arrive(Time(0), skb_seg(i)), Ok(None));
+        }
+        assert_eq!(l.arrive(Time(0), skb_seg(2)), Ok(Some(Time(0))));
+        let mut out = vec![];
+        assert_eq!(l.complete(Time(0), &mut out), None);
+        assert_eq!(out.len(), 3);
+        // The bucket is empty now: the next skb waits for its tokens (90 us).
+        let next = |i: u16| {
+            let mut p = skb_seg(i);
+            if let Payload::Data(d) = &mut p.payload {
+                d.seq += 3;
+            }
+            p
+        };
+        assert_eq!(l.arrive(Time(0), next(0)), Ok(None));
+        assert_eq!(l.arrive(Time(0), next(1)), Ok(None));
+        assert_eq!(l.arrive(Time(0), next(2)), Ok(Some(Time(90_000))));
         // tbf keeps it in the child qdisc until released: 4,500 of 6,000 bytes.
         assert_eq!(l.backlog_bytes(), 4_500);
         assert!(l.arrive(Time(1), seg(7)).is_ok());
         assert!(l.arrive(Time(2), seg(8)).is_err(), "the held skb counts against the limit");
-        let mut out = vec![];
+        out.clear();
         assert_eq!(l.complete(Time(90_000), &mut out), Some(Time(120_000)));
         assert_eq!(out.len(), 3);
         assert!(out.iter().all(|p| matches!(p.payload, Payload::Data(d) if d.gso.whole)));
         assert_eq!(l.backlog_bytes(), 1_500);
-        assert_eq!(l.stats.departures, 3);
+        assert_eq!(l.stats.departures, 6);
+    }
+
+    /// tbf's bucket refills while the queue is empty, at the rate, up to its
+    /// size: after 30 us idle one 1,500-byte packet (30 us at 400 Mbit/s)
+    /// leaves at once and the next waits; after a long idle spell a whole
+    /// bucket (3 packets) does.
+    #[test]
+    fn a_linux_routers_bucket_refills_while_idle_up_to_the_burst() {
+        let mut l = Link::new(
+            Rate::from_mbps(400),
+            Box::new(DropTail::new(QueueLimit::Packets(100))),
+            &LossSpec::none(),
+            Rng::stream(1, "loss"),
+        );
+        l.set_gso_burst(4_500);
+        let mut out = vec![];
+        let mut drain = |l: &mut Link, mut t: Option<Time>| {
+            let mut times = vec![];
+            while let Some(at) = t {
+                times.push(at.0);
+                t = l.complete(at, &mut out);
+            }
+            times
+        };
+        // Full at the start: three packets at once, the fourth 30 us later.
+        let first = l.arrive(Time(0), seg(0)).unwrap();
+        for i in 1..4 {
+            assert_eq!(l.arrive(Time(0), seg(i)), Ok(None));
+        }
+        assert_eq!(drain(&mut l, first), vec![0, 0, 0, 30_000]);
+        // Empty at 30 us; 30 us later it holds one packet's tokens.
+        let first = l.arrive(Time(60_000), seg(4)).unwrap();
+        assert_eq!(l.arrive(Time(60_000), seg(5)), Ok(None));
+        assert_eq!(drain(&mut l, first), vec![60_000, 90_000]);
+        // A second idle: never more than the bucket.
+        let first = l.arrive(Time(1_000_000_000), seg(6)).unwrap();
+        for i in 7..10 {
+            assert_eq!(l.arrive(Time(1_000_000_000), seg(i)), Ok(None));
+        }
+        assert_eq!(drain(&mut l, first), vec![1_000_000_000; 3].into_iter().chain([1_000_030_000]).collect::<Vec<_>>());
+        assert_eq!(l.stats.departures, 10);
+    }
+
+    /// A switch (no bucket) serialises every packet at the rate.
+    #[test]
+    fn a_switch_has_no_bucket() {
+        let mut l = Link::new(
+            Rate::from_mbps(400),
+            Box::new(DropTail::new(QueueLimit::Packets(100))),
+            &LossSpec::none(),
+            Rng::stream(1, "loss"),
+        );
+        assert_eq!(l.arrive(Time(0), seg(0)), Ok(Some(Time(30_000))));
+        assert_eq!(l.burst_bytes(), 0);
     }
 
     #[test]

@@ -49,6 +49,13 @@ pub trait QueueDisc: Send {
     fn fits_whole(&self, _bytes: u64, _segs: u32) -> Option<bool> {
         None
     }
+    /// Whether a Linux router's tbf with this discipline as its child is
+    /// modelled whole: super-packets queued whole and the token bucket
+    /// releasing them (drop-tail FIFOs); AQMs are served packet by packet at
+    /// the rate, as on a switch or a rate-limited NIC.
+    fn takes_super_packets_whole(&self) -> bool {
+        false
+    }
     /// Queues a segment of a super-packet already admitted whole.
     fn enqueue_admitted(&mut self, now: Time, pkt: Packet) -> Enqueued {
         self.enqueue(now, pkt)
@@ -270,6 +277,10 @@ impl QueueDisc for DropTail {
 
     fn waiting(&self) -> Vec<Packet> {
         self.fifo.packets()
+    }
+
+    fn takes_super_packets_whole(&self) -> bool {
+        true
     }
 
     fn fits_whole(&self, bytes: u64, segs: u32) -> Option<bool> {

@@ -259,8 +259,9 @@ impl Simulation {
         let end = Time(self.cfg.run.duration.0);
         for (i, link) in self.links.iter().enumerate() {
             // A bottleneck never carries more than its capacity (one packet of
-            // slack for the transmission in progress at the end).
-            let capacity = link.capacity_bytes(end) + 1500;
+            // slack for the transmission in progress at the end, and a Linux
+            // router's bucket, which starts full).
+            let capacity = link.capacity_bytes(end) + 1500 + link.burst_bytes();
             if link.stats.bytes_out > capacity {
                 self.violations.push(format!(
                     "bottleneck {i} sent {} bytes, more than its capacity {capacity} over the run",
