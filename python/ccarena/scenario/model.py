@@ -116,7 +116,7 @@ def cca_file_paths(doc: dict, base: Path | None) -> list[Path]:
     return out
 
 
-_HOSTS_KEYS = {"tso", "rx_batching", "rx_hold", "line_rate", "tsq"}
+_HOSTS_KEYS = {"tso", "rx_batching", "rx_hold", "line_rate", "tsq", "write_queue"}
 
 
 def resolve_hosts(table: Any) -> dict:
@@ -126,7 +126,7 @@ def resolve_hosts(table: Any) -> dict:
         raise ScenarioError("hosts", "must be a table such as { tso = false }")
     check_keys(table, _HOSTS_KEYS, "hosts")
     out: dict = {}
-    for key in ("tso", "rx_batching", "tsq"):
+    for key in ("tso", "rx_batching", "tsq", "write_queue"):
         if key in table:
             if not isinstance(table[key], bool):
                 raise ScenarioError(f"hosts.{key}", f"must be true or false, got {excerpt(table[key])}")

@@ -54,6 +54,15 @@ pub struct HostConfig {
     /// unbounded and a window larger than the NIC can carry queues in it.
     #[serde(default = "yes")]
     pub tsq: bool,
+    /// The senders' write queue as Linux builds it: skbs of the GSO size
+    /// from `tcp_sendmsg`, split to the window's quota with the rest left at
+    /// the head, a short head grown from the next skb (`tcp_grow_skb`), and
+    /// an skb in the middle of the queue sent whole when it fits
+    /// (`tcp_tso_should_defer`). Off: every skb is cut to the autosize goal
+    /// and smaller openings wait. Off by default until validated at length
+    /// against the kernel (docs/fidelity.md).
+    #[serde(default)]
+    pub write_queue: bool,
 }
 
 fn yes() -> bool {
@@ -67,13 +76,13 @@ fn default_rx_hold() -> Dist {
 
 impl Default for HostConfig {
     fn default() -> Self {
-        HostConfig { tso: true, rx_batching: false, rx_hold: default_rx_hold(), line_rate: None, tsq: true }
+        HostConfig { tso: true, rx_batching: false, rx_hold: default_rx_hold(), line_rate: None, tsq: true, write_queue: false }
     }
 }
 
 impl HostConfig {
     /// The former clockwork hosts: no offload, no batching, no small queues.
     pub fn clockwork() -> Self {
-        HostConfig { tso: false, rx_batching: false, rx_hold: default_rx_hold(), line_rate: None, tsq: false }
+        HostConfig { tso: false, rx_batching: false, rx_hold: default_rx_hold(), line_rate: None, tsq: false, write_queue: false }
     }
 }

@@ -14,6 +14,14 @@
 pub const GSO_MAX_BYTES: u64 = 65_536 - 1 - 320;
 /// `sk_gso_max_segs` of a device without its own limit (`GSO_MAX_SEGS`).
 pub const GSO_MAX_SEGS: u32 = 65_535;
+
+/// Linux `tcp_xmit_size_goal`: the size of the skbs `tcp_sendmsg` builds in
+/// the write queue, `sk_gso_max_size` in whole segments (45 at MSS 1448).
+/// `tcp_write_xmit` then splits them to the autosize goal and the window,
+/// and grows a short head skb from the next one (`tcp_grow_skb`).
+pub fn sendmsg_size_goal(mss: u32) -> u32 {
+    ((GSO_MAX_BYTES / mss.max(1) as u64) as u32).clamp(1, GSO_MAX_SEGS)
+}
 /// `net.ipv4.tcp_min_tso_segs` default.
 pub const MIN_TSO_SEGS: u32 = 2;
 /// `net.ipv4.tcp_tso_rtt_log` default: the RTT bonus halves per 2^9 us of min_rtt.
@@ -49,6 +57,10 @@ pub struct DeferInput {
     pub snd_wnd: u32,
     /// The super-packet size goal (`tso_segs`).
     pub goal: u32,
+    /// Segments of the skb at the send head (after `tcp_grow_skb`), and
+    /// whether it is the last skb of the write queue.
+    pub skb_segs: u32,
+    pub skb_is_tail: bool,
     /// In loss recovery (`icsk_ca_state >= TCP_CA_Recovery`): never defer.
     pub in_recovery: bool,
     /// Nanoseconds since the oldest unacknowledged segment was sent (None:
@@ -68,6 +80,11 @@ pub fn should_defer(d: &DeferInput) -> bool {
     let limit = d.cwnd_room.min(d.rwnd_room);
     // A full-sized super-packet can go now.
     if limit >= d.goal {
+        return false;
+    }
+    // An skb in the middle of the write queue gets no more data: if all of
+    // it may go, it goes.
+    if !d.skb_is_tail && limit >= d.skb_segs {
         return false;
     }
     // At least a fraction of the window is available: use it.
@@ -138,6 +155,8 @@ mod tests {
             cwnd: 300,
             snd_wnd: 10_000,
             goal: 40,
+            skb_segs: 40,
+            skb_is_tail: false,
             in_recovery: false,
             head_age_ns: Some(30_000_000),
             srtt_us: 40_000,
@@ -157,6 +176,22 @@ mod tests {
         assert!(should_defer(&DeferInput { cwnd: 30, cwnd_room: 9, ..input() }));
         // The receiver's window counts too.
         assert!(!should_defer(&DeferInput { snd_wnd: 12, rwnd_room: 4, ..input() }));
+    }
+
+    /// A short skb in the middle of the write queue (the rest of a split
+    /// one, grown by `tcp_grow_skb` to the window's room) goes whole; the
+    /// queue's last skb may still wait for more data.
+    #[test]
+    fn sends_a_middle_skb_that_fits_whole() {
+        assert!(!should_defer(&DeferInput { skb_segs: 4, ..input() }));
+        assert!(should_defer(&DeferInput { skb_segs: 5, ..input() }));
+        assert!(should_defer(&DeferInput { skb_segs: 4, skb_is_tail: true, ..input() }));
+    }
+
+    #[test]
+    fn sendmsg_builds_skbs_of_the_gso_size() {
+        assert_eq!(sendmsg_size_goal(1448), 45);
+        assert_eq!(sendmsg_size_goal(8948), 7);
     }
 
     #[test]

@@ -153,6 +153,7 @@ fn endpoints(
     sender.sock.flow_seed = flow_seed;
     sender.tso = hosts.tso && !per_packet;
     sender.tsq = hosts.tsq.then(Default::default);
+    sender.write_queue = hosts.write_queue;
     let mut receiver = TcpReceiver::new(id, &rcv_tcp, size);
     if ce_state_acks {
         receiver.set_ce_state_acks();

@@ -185,6 +185,12 @@ pub struct TcpSender {
     pub(crate) tso: bool,
     last_write_ns: u64,
     skb_bytes: Option<u64>,
+    // The write queue's skbs of new data as tcp_sendmsg builds them
+    // (host/tso.rs `sendmsg_size_goal`): segments left in the head skb and
+    // in the next one (0: a whole one).
+    pub(crate) write_queue: bool,
+    wq_head: u32,
+    wq_next: u32,
     // TCP Small Queues (host/tsq.rs), when on; the first sequence number of
     // the newest skb of new data (is the retransmit queue a single skb?).
     pub(crate) tsq: Option<SmallQueues>,
@@ -274,6 +280,9 @@ impl TcpSender {
             tso: false,
             last_write_ns: 0,
             skb_bytes: None,
+            write_queue: false,
+            wq_head: 0,
+            wq_next: 0,
             tsq: None,
             last_skb_seq: 0,
             ecn_ok: false,

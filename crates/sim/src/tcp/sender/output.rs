@@ -243,8 +243,26 @@ impl TcpSender {
             let cwnd_quota = (self.sock.cwnd - in_flight).min((self.sock.cwnd >> 1).max(1));
             let rwnd_room = self.snd_wnd_end.wrapping_sub(self.sock.snd_nxt);
             let data_left = self.app_segments.map_or(u32::MAX, |n| n - self.sock.snd_nxt);
+            // The write queue's head skb as tcp_sendmsg built it (or what is
+            // left of it after splits), grown from the next one up to the
+            // quota (`tcp_grow_skb`).
+            let goal_segs = tso::sendmsg_size_goal(self.cfg.mss);
+            let quota = cwnd_quota.min(max_segs);
+            let mut head = if self.wq_head == 0 { goal_segs } else { self.wq_head };
+            let mut next = if self.wq_next == 0 { goal_segs } else { self.wq_next };
+            if !self.write_queue {
+                // Every skb is cut to the goal: no leftovers, no middle skbs.
+                head = quota.min(data_left);
+                next = 0;
+            } else if head < quota && data_left > head {
+                let grow = (quota - head).min(next);
+                head += grow;
+                next -= grow;
+            }
+            let skb_is_tail = !self.write_queue || data_left <= head;
+            let skb_segs = head.min(data_left);
             // The last skb of a finite transfer carries FIN: never deferred.
-            if data_left > max_segs && self.tso_should_defer(max_segs, rwnd_room) {
+            if data_left > max_segs && self.tso_should_defer(max_segs, rwnd_room, skb_segs, skb_is_tail) {
                 is_cwnd_limited |= self.sock.cwnd - in_flight < rwnd_room;
                 break;
             }
@@ -252,9 +270,18 @@ impl TcpSender {
                 .saturating_sub((self.sock.snd_nxt - self.sock.snd_una) as u64)
                 .max(1)
                 .min(u32::MAX as u64) as u32;
-            let n = cwnd_quota.min(max_segs).min(rwnd_room).min(data_left).min(sndbuf_room).max(1);
+            let n = skb_segs.min(quota).min(rwnd_room).min(sndbuf_room).max(1);
             if self.small_queue_check(n as u64 * self.cfg.mss as u64, 0) {
                 break;
+            }
+            // What is left of the head skb stays at the head (tso_fragment);
+            // sent whole, the next skb becomes the head.
+            if self.write_queue {
+                if head > n {
+                    (self.wq_head, self.wq_next) = (head - n, next);
+                } else {
+                    (self.wq_head, self.wq_next) = (next, 0);
+                }
             }
             self.last_skb_seq = self.sock.snd_nxt;
             self.skb_bytes = Some(0);
@@ -313,8 +340,9 @@ impl TcpSender {
         tso::tso_segs(tp.pacing_rate, tp.min_rtt_us(), self.cfg.mss, min_segs, tp.pacing_shift)
     }
 
-    /// Linux `tcp_tso_should_defer` for a super-packet of `goal` segments.
-    fn tso_should_defer(&self, goal: u32, rwnd_room: u32) -> bool {
+    /// Linux `tcp_tso_should_defer` for a super-packet of `goal` segments,
+    /// the head skb holding `skb_segs`.
+    fn tso_should_defer(&self, goal: u32, rwnd_room: u32, skb_segs: u32, skb_is_tail: bool) -> bool {
         let now = self.sock.now.0;
         // Defer only if the last write was recent (1 ms); a paced flow's
         // departure time may lie ahead.
@@ -330,6 +358,8 @@ impl TcpSender {
             cwnd: self.sock.cwnd,
             snd_wnd: self.snd_wnd,
             goal,
+            skb_segs,
+            skb_is_tail,
             in_recovery: self.sock.ca_state >= CaState::Recovery,
             head_age_ns,
             srtt_us: self.sock.srtt_us(),
