@@ -217,10 +217,11 @@ class LocalExecutor:
             while any(w.task is not None for w in workers.values()):
                 conns = {w.conn: s for s, w in workers.items() if w.task is not None}
                 sentinels = {w.process.sentinel: s for s, w in workers.items() if w.task is not None}
-                ready = wait(list(conns) + list(sentinels), timeout=0)
+                handles = list(conns) + list(sentinels)
+                ready = wait(handles, timeout=0)
                 if not ready:
                     yield Idle()
-                    ready = wait(list(conns) + list(sentinels), timeout=0.5)
+                    ready = wait(handles, timeout=0.5)
                 if not ready:
                     continue
                 dead: set[int] = set()

@@ -22,6 +22,49 @@ pub const GSO_MAX_SEGS: u32 = 65_535;
 pub fn sendmsg_size_goal(mss: u32) -> u32 {
     ((GSO_MAX_BYTES / mss.max(1) as u64) as u32).clamp(1, GSO_MAX_SEGS)
 }
+
+/// The two skbs of new data at the front of a sender's write queue, in
+/// segments, as `tcp_sendmsg` built them and `tcp_write_xmit` has split
+/// and grown them since (`[hosts] write_queue`).
+#[derive(Clone, Copy, Debug)]
+pub struct WriteQueue {
+    goal: u32,
+    head: u32,
+    next: u32,
+}
+
+impl WriteQueue {
+    pub fn new(mss: u32) -> WriteQueue {
+        let goal = sendmsg_size_goal(mss);
+        WriteQueue { goal, head: goal, next: goal }
+    }
+
+    /// The head skb for a send of up to `quota` segments with `data_left`
+    /// still to send: grown from the next skb if shorter than the quota
+    /// (`tcp_grow_skb`; a next skb eaten whole leaves a fresh one behind it).
+    /// Returns its segments and whether it is the queue's last skb.
+    pub fn head_skb(&mut self, quota: u32, data_left: u32) -> (u32, bool) {
+        if self.head < quota && data_left > self.head {
+            let grow = (quota - self.head).min(self.next);
+            self.head += grow;
+            self.next -= grow;
+            if self.next == 0 {
+                self.next = self.goal;
+            }
+        }
+        (self.head.min(data_left), data_left <= self.head)
+    }
+
+    /// `n` segments of the head skb left (`tso_fragment` keeps the rest at
+    /// the head); sent whole, the next skb becomes the head.
+    pub fn sent(&mut self, n: u32) {
+        if self.head > n {
+            self.head -= n;
+        } else {
+            (self.head, self.next) = (self.next, self.goal);
+        }
+    }
+}
 /// `net.ipv4.tcp_min_tso_segs` default.
 pub const MIN_TSO_SEGS: u32 = 2;
 /// `net.ipv4.tcp_tso_rtt_log` default: the RTT bonus halves per 2^9 us of min_rtt.
@@ -186,6 +229,21 @@ mod tests {
         assert!(!should_defer(&DeferInput { skb_segs: 4, ..input() }));
         assert!(should_defer(&DeferInput { skb_segs: 5, ..input() }));
         assert!(should_defer(&DeferInput { skb_segs: 4, skb_is_tail: true, ..input() }));
+    }
+
+    /// 45-segment skbs: a send of 20 leaves 25 at the head, then 5; the
+    /// 5 are grown by 15 from the next skb to a full 20.
+    #[test]
+    fn the_write_queue_splits_and_grows_its_head() {
+        let mut q = WriteQueue::new(1448);
+        assert_eq!(q.head_skb(20, u32::MAX), (45, false));
+        q.sent(20);
+        assert_eq!(q.head_skb(20, u32::MAX), (25, false));
+        q.sent(20);
+        assert_eq!(q.head_skb(20, u32::MAX), (20, false));
+        q.sent(20);
+        assert_eq!(q.head_skb(50, u32::MAX), (50, false), "30 left, grown by 20 from a fresh skb");
+        assert_eq!(q.head_skb(10, 8), (8, true), "the transfer ends inside it");
     }
 
     #[test]

@@ -394,14 +394,14 @@ mod tests {
         Packet::data(0, DataSegment { seq, payload: 1448, tsval: 0, retransmission: false, ce: false, ect: false, ect1: false, cwr: false, gso: Default::default() })
     }
 
+    /// A 400 Mbit/s link with a drop-tail queue of `limit`, no random loss.
+    fn drop_tail_400(limit: QueueLimit) -> Link {
+        Link::new(Rate::from_mbps(400), Box::new(DropTail::new(limit)), &LossSpec::none(), Rng::stream(1, "loss"))
+    }
+
     #[test]
     fn transmits_back_to_back_and_drops_tail() {
-        let mut l = Link::new(
-            Rate::from_mbps(400),
-            Box::new(DropTail::new(QueueLimit::Packets(1))),
-            &LossSpec::none(),
-            Rng::stream(1, "loss"),
-        );
+        let mut l = drop_tail_400(QueueLimit::Packets(1));
         assert_eq!(l.arrive(Time(0), seg(0)), Ok(Some(Time(30_000))));
         assert_eq!(l.arrive(Time(1), seg(1)), Ok(None));
         assert!(l.arrive(Time(2), seg(2)).is_err());
@@ -427,12 +427,7 @@ mod tests {
             }
             p
         };
-        let mut l = Link::new(
-            Rate::from_mbps(400),
-            Box::new(DropTail::new(QueueLimit::Bytes(6_000))),
-            &LossSpec::none(),
-            Rng::stream(1, "loss"),
-        );
+        let mut l = drop_tail_400(QueueLimit::Bytes(6_000));
         // A bucket of exactly one skb, full at the start as tbf's is: the first
         // skb leaves the moment its last segment is queued.
         l.set_gso_burst(4_500);
@@ -472,12 +467,7 @@ mod tests {
     /// bucket (3 packets) does.
     #[test]
     fn a_linux_routers_bucket_refills_while_idle_up_to_the_burst() {
-        let mut l = Link::new(
-            Rate::from_mbps(400),
-            Box::new(DropTail::new(QueueLimit::Packets(100))),
-            &LossSpec::none(),
-            Rng::stream(1, "loss"),
-        );
+        let mut l = drop_tail_400(QueueLimit::Packets(100));
         l.set_gso_burst(4_500);
         let mut out = vec![];
         let mut drain = |l: &mut Link, mut t: Option<Time>| {
@@ -510,12 +500,7 @@ mod tests {
     /// A switch (no bucket) serialises every packet at the rate.
     #[test]
     fn a_switch_has_no_bucket() {
-        let mut l = Link::new(
-            Rate::from_mbps(400),
-            Box::new(DropTail::new(QueueLimit::Packets(100))),
-            &LossSpec::none(),
-            Rng::stream(1, "loss"),
-        );
+        let mut l = drop_tail_400(QueueLimit::Packets(100));
         assert_eq!(l.arrive(Time(0), seg(0)), Ok(Some(Time(30_000))));
         assert_eq!(l.burst_bytes(), 0);
     }

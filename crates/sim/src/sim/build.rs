@@ -10,6 +10,7 @@ use crate::cc::{make_cca, CcaFactory, CongestionControl};
 use crate::config::{ConfigError, SimConfig};
 use crate::event::{Event, EventQueue};
 use crate::host::rx::RxBatcher;
+use crate::host::tso::WriteQueue;
 use crate::host::HostConfig;
 use crate::net::delay_line::{DelayLine, JitterConfig};
 use crate::net::dynamics::PathDynamics;
@@ -153,7 +154,7 @@ fn endpoints(
     sender.sock.flow_seed = flow_seed;
     sender.tso = hosts.tso && !per_packet;
     sender.tsq = hosts.tsq.then(Default::default);
-    sender.write_queue = hosts.write_queue;
+    sender.write_queue = hosts.write_queue.then(|| WriteQueue::new(tcp.mss));
     let mut receiver = TcpReceiver::new(id, &rcv_tcp, size);
     if ce_state_acks {
         receiver.set_ce_state_acks();

@@ -36,6 +36,7 @@ use crate::cc::{
     CA_ACK_SLOWPATH, CA_ACK_WIN_UPDATE,
 };
 use crate::event::TimerKind;
+use crate::host::tso::WriteQueue;
 use crate::host::tsq::SmallQueues;
 use crate::packet::{AckSegment, Packet, Payload, SeqRange, SYN_BYTES};
 use crate::records::FlowCounters;
@@ -186,11 +187,8 @@ pub struct TcpSender {
     last_write_ns: u64,
     skb_bytes: Option<u64>,
     // The write queue's skbs of new data as tcp_sendmsg builds them
-    // (host/tso.rs `sendmsg_size_goal`): segments left in the head skb and
-    // in the next one (0: a whole one).
-    pub(crate) write_queue: bool,
-    wq_head: u32,
-    wq_next: u32,
+    // (host/tso.rs), when on.
+    pub(crate) write_queue: Option<WriteQueue>,
     // TCP Small Queues (host/tsq.rs), when on; the first sequence number of
     // the newest skb of new data (is the retransmit queue a single skb?).
     pub(crate) tsq: Option<SmallQueues>,
@@ -280,9 +278,7 @@ impl TcpSender {
             tso: false,
             last_write_ns: 0,
             skb_bytes: None,
-            write_queue: false,
-            wq_head: 0,
-            wq_next: 0,
+            write_queue: None,
             tsq: None,
             last_skb_seq: 0,
             ecn_ok: false,

@@ -243,24 +243,13 @@ impl TcpSender {
             let cwnd_quota = (self.sock.cwnd - in_flight).min((self.sock.cwnd >> 1).max(1));
             let rwnd_room = self.snd_wnd_end.wrapping_sub(self.sock.snd_nxt);
             let data_left = self.app_segments.map_or(u32::MAX, |n| n - self.sock.snd_nxt);
-            // The write queue's head skb as tcp_sendmsg built it (or what is
-            // left of it after splits), grown from the next one up to the
-            // quota (`tcp_grow_skb`).
-            let goal_segs = tso::sendmsg_size_goal(self.cfg.mss);
             let quota = cwnd_quota.min(max_segs);
-            let mut head = if self.wq_head == 0 { goal_segs } else { self.wq_head };
-            let mut next = if self.wq_next == 0 { goal_segs } else { self.wq_next };
-            if !self.write_queue {
-                // Every skb is cut to the goal: no leftovers, no middle skbs.
-                head = quota.min(data_left);
-                next = 0;
-            } else if head < quota && data_left > head {
-                let grow = (quota - head).min(next);
-                head += grow;
-                next -= grow;
-            }
-            let skb_is_tail = !self.write_queue || data_left <= head;
-            let skb_segs = head.min(data_left);
+            // Without the write queue every skb is cut to the quota and is
+            // treated as the queue's last (no leftovers, no middle skbs).
+            let (skb_segs, skb_is_tail) = match &mut self.write_queue {
+                Some(wq) => wq.head_skb(quota, data_left),
+                None => (quota.min(data_left), true),
+            };
             // The last skb of a finite transfer carries FIN: never deferred.
             if data_left > max_segs && self.tso_should_defer(max_segs, rwnd_room, skb_segs, skb_is_tail) {
                 is_cwnd_limited |= self.sock.cwnd - in_flight < rwnd_room;
@@ -274,14 +263,8 @@ impl TcpSender {
             if self.small_queue_check(n as u64 * self.cfg.mss as u64, 0) {
                 break;
             }
-            // What is left of the head skb stays at the head (tso_fragment);
-            // sent whole, the next skb becomes the head.
-            if self.write_queue {
-                if head > n {
-                    (self.wq_head, self.wq_next) = (head - n, next);
-                } else {
-                    (self.wq_head, self.wq_next) = (next, 0);
-                }
+            if let Some(wq) = &mut self.write_queue {
+                wq.sent(n);
             }
             self.last_skb_seq = self.sock.snd_nxt;
             self.skb_bytes = Some(0);
