@@ -382,6 +382,33 @@ def test_validate_applies_overrides_to_both_backends(tmp_path):
     assert "`hosts.tso=False`" in (d / "table.md").read_text()
 
 
+@needs_linux
+def test_validate_reuses_stored_kernel_runs(tmp_path):
+    # The kernel runs once; a second comparison reads them back and runs only
+    # the simulator, with its own override (offloads off on the simulator).
+    cli("validate", "--suite", "ci", "--case", "reno-*", "--duration", "3", "--reps", "2", "--out", str(tmp_path / "a"), check=True)
+    (first,) = list((tmp_path / "a").iterdir())
+    p = cli("validate", "--kernel-runs", str(first), "--set", "hosts.tso=false", "--out", str(tmp_path / "b"), check=True)
+    (second,) = list((tmp_path / "b").iterdir())
+    assert second.name.startswith("ci-") and not (second / "runs" / "reno-50M-40v40ms" / "linux-seed1").exists()
+    before = {(r["case"], r["metric"]): r for r in json.loads((first / "table.json").read_text())}
+    after = json.loads((second / "table.json").read_text())
+    assert {r["case"] for r in after} == {"reno-50M-40v40ms"}
+    for r in after:
+        assert r["kernel"] == before[(r["case"], r["metric"])]["kernel"], r
+        if r["metric"] == "seg_per_skb":
+            assert r["sim"] == 1.0 and before[(r["case"], r["metric"])]["sim"] > 1.3, r
+    assert "Kernel runs reused from" in (second / "table.md").read_text() and "2 repetitions" in (second / "table.md").read_text()
+    assert "within the kernel's spread:" in p.stdout
+
+
+def test_validate_kernel_runs_must_be_a_stored_validation(tmp_path):
+    p = cli("validate", "--kernel-runs", str(tmp_path))
+    assert p.returncode == 2 and "--kernel-runs:" in p.stderr and "cases.json" in p.stderr and "Traceback" not in p.stderr
+    p = cli("validate", "--kernel-runs", str(tmp_path), "--reps", "3")
+    assert p.returncode == 2 and "--kernel-runs:" in p.stderr
+
+
 def test_validate_case_patterns_name_the_cases():
     p = cli("validate", "--suite", "ci", "--case", "bbr-*")
     assert p.returncode == 2 and "--case: 'bbr-*' matches no case of suite ci; its cases: reno-50M-40v40ms, cubic-50M-40v40ms" in p.stderr

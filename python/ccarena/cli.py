@@ -668,19 +668,30 @@ def validate(
     case: Optional[List[str]] = typer.Option(
         None, "--case", help="Only the suite's cases matching this pattern, e.g. --case 'cubic-1000M-*' (shell-style; repeatable)."
     ),
+    kernel_runs: Optional[Path] = typer.Option(
+        None, "--kernel-runs",
+        help="Reuse the kernel runs an earlier validate stored in this directory (its suite, cases, durations and repetitions) and run "
+             "only the simulator again; --set then applies to the simulator alone.",
+    ),
 ) -> None:
     """Run a validation suite on the simulator and on a kernel (this machine's or a testbed's), and compare."""
     # The suite's modules load pandas and the backends: only this command needs them.
     import fnmatch
     from .present.tables import Column, Listing
     from .experiments.crosscheck import (
-        METRICS, VALIDATION_SETS, fmt_diff, format_metric, ratio_summary, run_validation, validation_cases, within_spread,
+        METRICS, VALIDATION_SETS, fmt_diff, format_metric, ratio_summary, run_validation, stored_set_name, validation_cases, within_spread,
     )
 
     for s in sets or []:
         if "=" not in s and s in VALIDATION_SETS:
             raise UsageError(f"validate: the suite is chosen with --suite (--set overrides scenario fields); use --suite {s}")
     scenario_overrides = overrides(sets)
+    if kernel_runs is not None:
+        if not (kernel_runs / "cases.json").is_file():
+            raise UsageError(f"--kernel-runs: {kernel_runs} is not a directory validate stored (it has no cases.json)")
+        if duration is not None or repetitions is not None:
+            raise UsageError("--kernel-runs: the stored runs fix the duration and repetitions; drop --duration and --reps")
+        suite = stored_set_name(kernel_runs)
     if suite not in VALIDATION_SETS:
         raise UsageError(f"--suite: unknown validation suite {suite!r}; allowed: {', '.join(VALIDATION_SETS)}")
     if case:
@@ -690,10 +701,10 @@ def validate(
                 raise UsageError(f"--case: {pattern!r} matches no case of suite {suite}; its cases: {', '.join(ids)}")
     if backend not in ("linux", "testbed"):
         raise UsageError(f"--backend: validate compares the simulator with a kernel; allowed: linux, testbed, got {backend!r}")
-    kernel = backend_runner(backend, inventory, False)
+    kernel = backend_runner(backend, inventory, False) if kernel_runs is None else None
     try:
         table, where = run_validation(suite, out_root, duration, repetitions, log=lambda s: err.print(s, highlight=False, soft_wrap=True),
-                                      backend=kernel, overrides=scenario_overrides, only=case)
+                                      backend=kernel, overrides=scenario_overrides, only=case, kernel_runs=kernel_runs)
     finally:
         if hasattr(kernel, "close"):
             kernel.close()

@@ -43,11 +43,13 @@ import pandas as pd
 
 from ..backends.linux import LINUX, check_host
 from ..backends.sim import SIM
+from ..errors import UsageError
+from ..results.result import load_result
 from ..scenario.catalogue import engine_cca_names
 from ..scenario.model import Scenario
 
 __all__ = ["VALIDATION_SETS", "validation_cases", "run_validation", "METRICS", "format_metric", "fmt_diff", "within_spread",
-           "ratio_factors", "ratio_summary", "RATIO_FACTOR_LIMIT"]
+           "ratio_factors", "ratio_summary", "RATIO_FACTOR_LIMIT", "stored_set_name"]
 
 
 @dataclass(frozen=True)
@@ -185,6 +187,7 @@ def run_validation(
     backend=None,
     overrides: dict | None = None,
     only: list[str] | None = None,
+    kernel_runs: str | Path | None = None,
 ) -> tuple[pd.DataFrame, Path]:
     """Runs the set on the simulator and on a kernel backend (`backend`:
     this machine's, LINUX, by default; or a testbed backend with its
@@ -194,25 +197,43 @@ def run_validation(
     `overrides` (as `--set` gives them, e.g. {"hosts.tso": False} or
     {"startup": "iperf3"}) apply to every case on both backends; the
     simulator's run from the kernel's measured starts starts its flows
-    immediately at those instants whatever `startup` says."""
+    immediately at those instants whatever `startup` says.
+
+    `kernel_runs` (a directory an earlier validation stored) reuses that
+    run's kernel repetitions instead of running the kernel again: its cases,
+    durations, repetitions and overrides are the stored ones, and `overrides`
+    then apply to the simulator only, on top of the stored ones (to compare a
+    simulator setting against kernel runs that took an hour)."""
     overrides = dict(overrides or {})
-    backend = backend or LINUX
-    if backend is LINUX:
-        check_host(need_delay=True)
-    cases, reps = validation_cases(set_name, duration_s, repetitions)
+    sim_overrides = overrides
+    stored: Path | None = Path(kernel_runs) if kernel_runs is not None else None
+    if stored is not None:
+        cases, reps, kernel_overrides = stored_kernel_cases(stored)
+        sim_overrides = {**kernel_overrides, **overrides}
+        backend = None
+    else:
+        backend = backend or LINUX
+        if backend is LINUX:
+            check_host(need_delay=True)
+        cases, reps = validation_cases(set_name, duration_s, repetitions)
+        kernel_overrides = overrides
     if only:
         # Shell-style patterns on the case ids (`--case 'cubic-1000M-*'`).
         cases = [(cid, doc) for cid, doc in cases if any(fnmatch.fnmatchcase(cid, p) for p in only)]
     sim_ccas = engine_cca_names()
-    kernel, sim = backend.algorithms(), SIM.algorithms()
+    sim = SIM.algorithms()
+    kernel = backend.algorithms() if backend is not None else None
     if hasattr(backend, "preflight"):
         backend.preflight(Scenario.from_dict(json.loads(json.dumps(cases[0][1])), catalogue=kernel).with_overrides(overrides))
     out = Path(out_root) / f"{set_name}-{time.strftime('%Y%m%d-%H%M%S')}"
     (out / "runs").mkdir(parents=True, exist_ok=True)
-    (out / "cases.json").write_text(json.dumps({"overrides": overrides, "cases": {cid: doc for cid, doc in cases}}, indent=2, default=str))
+    (out / "cases.json").write_text(json.dumps({"set": set_name, "overrides": kernel_overrides, "sim_overrides": sim_overrides,
+                                                "kernel_runs": str(stored) if stored is not None else None,
+                                                "cases": {cid: doc for cid, doc in cases}}, indent=2, default=str))
     raw: list[dict] = []
     total = len(cases) * reps
     done = 0
+    overrides = sim_overrides
     for cid, doc in cases:
         cca = doc["flows"][0]["cca"]
         for seed in range(1, reps + 1):
@@ -220,8 +241,12 @@ def run_validation(
             d["run"]["seed"] = seed
             done += 1
             t0 = time.time()
-            r = backend.run(Scenario.from_dict(d, catalogue=kernel).with_overrides(overrides))
-            r.save(out / "runs" / cid / f"{backend.name}-seed{seed}")
+            if stored is not None:
+                # The stored directory is the record of those kernel runs: read, not copied.
+                r = load_result(stored / "runs" / cid / f"{_kernel_dir(stored / 'runs' / cid)}-seed{seed}")
+            else:
+                r = backend.run(Scenario.from_dict(d, catalogue=kernel).with_overrides(kernel_overrides))
+                r.save(out / "runs" / cid / f"{backend.name}-seed{seed}")
             m = metrics_of(r)
             raw.append({"case": cid, "backend": "linux", "seed": seed, **m})
             starts = r.record[r.record["backend"]]["data_start_s"]
@@ -249,10 +274,51 @@ def run_validation(
     table = summarise(runs, [cid for cid, _ in cases])
     table.to_parquet(out / "table.parquet", index=False)
     (out / "table.json").write_text(table.to_json(orient="records", indent=2))
-    meta = {"set": set_name, "description": VALIDATION_SETS[set_name].description, "repetitions": reps, "overrides": overrides,
-            "cases": [cid for cid, _ in cases] if only else None}
+    meta = {"set": set_name, "description": VALIDATION_SETS[set_name].description, "repetitions": reps, "overrides": kernel_overrides,
+            "cases": [cid for cid, _ in cases] if only else None,
+            "kernel_runs": str(stored) if stored is not None else None, "sim_overrides": sim_overrides if stored is not None else None}
     (out / "table.md").write_text(to_markdown(table, meta))
     return table, out
+
+
+def stored_set_name(directory: str | Path) -> str:
+    """The validation set an earlier run stored in `directory` used (its
+    cases.json says; older directories are named <set>-<date>-<time>)."""
+    d = Path(directory)
+    try:
+        name = json.loads((d / "cases.json").read_text()).get("set")
+    except (OSError, ValueError):
+        name = None
+    return name or d.name.rsplit("-", 2)[0]
+
+
+def stored_kernel_cases(directory: Path) -> tuple[list[tuple[str, dict]], int, dict]:
+    """The cases, repetitions and overrides of the kernel runs stored in
+    `directory`; the repetitions are the seeds 1..n every case holds."""
+    try:
+        stored = json.loads((directory / "cases.json").read_text())
+    except (OSError, ValueError) as e:
+        raise UsageError(f"--kernel-runs: {directory} holds no validation run (cases.json: {e})") from None
+    cases = list(stored["cases"].items())
+    reps = None
+    for cid, _ in cases:
+        runs = directory / "runs" / cid
+        kind = _kernel_dir(runs)
+        n = 0
+        while (runs / f"{kind}-seed{n + 1}" / "result.json").exists():
+            n += 1
+        reps = n if reps is None else min(reps, n)
+    if not reps:
+        raise UsageError(f"--kernel-runs: {directory} has no complete kernel repetition for every case")
+    return cases, reps, stored.get("overrides", {})
+
+
+def _kernel_dir(runs: Path) -> str:
+    """The prefix a case's kernel runs were saved under: the backend's name."""
+    for kind in ("linux", "testbed"):
+        if (runs / f"{kind}-seed1").exists():
+            return kind
+    return "linux"
 
 
 def summarise(runs: pd.DataFrame, order: list[str]) -> pd.DataFrame:
@@ -354,6 +420,8 @@ def to_markdown(table: pd.DataFrame, meta: dict) -> str:
         "",
         *([f"Overrides on both backends: {', '.join(f'`{k}={v}`' for k, v in meta['overrides'].items())}.", ""] if meta.get("overrides") else []),
         *([f"Only the cases {', '.join(meta['cases'])}.", ""] if meta.get("cases") else []),
+        *([f"Kernel runs reused from `{Path(meta['kernel_runs']).name}`; the simulator ran with "
+           f"{', '.join(f'`{k}={v}`' for k, v in meta['sim_overrides'].items()) or 'no overrides'}.", ""] if meta.get("kernel_runs") else []),
         f"Simulator within the kernel's spread: {ok} of {cells} cells; {ratio_summary(table)}.",
         "",
         "| case | metric | sim | kernel (mean) | kernel min-max | sim - kernel | > spread | sim, kernel's starts (mean, min-max) |",
