@@ -427,6 +427,23 @@ def test_validate_rejects_unknown_set():
     assert p.returncode == 2 and "allowed: default" in p.stderr and "Traceback" not in p.stderr
 
 
+def test_differences_below_the_shown_resolution_are_not_flagged():
+    import pandas as pd
+
+    from ccarena.experiments.crosscheck import summarise
+
+    base = {"share0": 0.5, "ratio": 0.9, "utilization": 0.99, "retrans": 100.0, "rtx_per_event": 20.0, "acks_per_seg": 0.3}
+    runs = pd.DataFrame([
+        {"case": "c", "backend": "linux", "seed": 1, **base, "seg_per_skb": 0.9988},
+        {"case": "c", "backend": "linux", "seed": 2, **base, "seg_per_skb": 0.9990},
+        {"case": "c", "backend": "sim", "seed": 1, **base, "seg_per_skb": 1.0, "acks_per_seg": 0.31, "retrans": 100.4},
+    ])
+    flagged = dict(zip(*[summarise(runs, ["c"])[c] for c in ("metric", "flagged")]))
+    # 0.001 segments per skb and 0.4 retransmissions are below what the table
+    # shows; 0.01 ACKs per segment is not, with the kernel's spread 0.
+    assert not flagged["seg_per_skb"] and not flagged["retrans"] and flagged["acks_per_seg"]
+
+
 def test_ratio_factors_and_summary():
     import pandas as pd
 

@@ -9,8 +9,11 @@ shows, per backend, the mean over repetitions of: flow 0's share of the total
 throughput, the throughput ratio (min/max), utilisation, and retransmissions
 inside the measurement window (both flows); for the kernel also its
 run-to-run spread (max - min over repetitions). A difference is flagged when
-|sim - kernel mean| exceeds that spread (the kernel's own noise); with one
-repetition nothing can be flagged.
+|sim - kernel mean| exceeds that spread (the kernel's own noise) and the
+resolution the table shows the metric at (half its last digit: a kernel
+whose skbs all hold one segment measures 0.999 segments per skb, which is no
+difference from the simulator's 1.0); with one repetition nothing can be
+flagged.
 
 The simulator is deterministic without random loss (every seed gives the same
 run), while each kernel run starts its flows a little differently: iperf3's
@@ -349,10 +352,16 @@ def summarise(runs: pd.DataFrame, order: list[str]) -> pd.DataFrame:
                     "kernel_spread": spread,
                     "diff": diff,
                     "repetitions": int(len(k)),
-                    "flagged": bool(len(k) > 1 and len(s) and abs(diff) > spread),
+                    "flagged": bool(len(k) > 1 and len(s) and abs(diff) > max(spread, RESOLUTION.get(m, 0.0))),
                 }
             )
     return pd.DataFrame(rows)
+
+
+# Half the last digit format_metric shows: smaller differences are invisible
+# in the table and below what the kernel's packet counts resolve.
+RESOLUTION = {"retrans": 0.5, "seg_per_skb": 0.05, "rtx_per_event": 0.05, "utilization": 0.0005,
+              "share0": 0.0005, "ratio": 0.0005, "acks_per_seg": 0.0005}
 
 
 def format_metric(metric: str, v: float) -> str:
