@@ -110,11 +110,21 @@ pub struct DataSegment {
 /// to the device as one skb (0: not part of one), this one at `index`;
 /// `whole` once a Linux router queued the skb as one, so that it reaches the
 /// receiver as one skb (net/link.rs).
+///
+/// With `bundle` set the packet is the whole skb, not one segment: it stands
+/// for its `segs` segments from `seq` on, each of the first's payload except
+/// the last, which carries `tail` bytes (a finite transfer's short end), and
+/// only the first may carry CWR. The network moves an skb as one entry where
+/// Linux moves it whole (a host's link to a Linux router, tbf's queue, the
+/// veth to the receiver) and splits it (`Packet::segment`) where a model acts
+/// per packet, so the segments are those the sender emitted, bit for bit.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Gso {
     pub segs: u16,
     pub index: u16,
     pub whole: bool,
+    pub bundle: bool,
+    pub tail: u32,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -213,6 +223,78 @@ impl Packet {
     pub fn is_data(&self) -> bool {
         matches!(self.payload, Payload::Data(_))
     }
+
+    /// True for a whole skb carried as one packet (`Gso::bundle`).
+    #[inline]
+    pub fn is_bundle(&self) -> bool {
+        matches!(self.payload, Payload::Data(d) if d.gso.bundle)
+    }
+
+    /// The segments this packet stands for: an skb's for a bundle, else 1.
+    #[inline]
+    pub fn segs(&self) -> u32 {
+        match self.payload {
+            Payload::Data(d) if d.gso.bundle => d.gso.segs as u32,
+            _ => 1,
+        }
+    }
+
+    /// Wire bytes of all the segments this packet stands for.
+    #[inline]
+    pub fn total_wire_bytes(&self) -> u64 {
+        match self.payload {
+            Payload::Data(d) if d.gso.bundle => {
+                self.wire_bytes as u64 * (d.gso.segs as u64 - 1) + (HEADER_BYTES + d.gso.tail) as u64
+            }
+            _ => self.wire_bytes as u64,
+        }
+    }
+
+    /// Wire bytes of segment `i` of a bundle (of the packet itself otherwise).
+    #[inline]
+    pub fn segment_wire_bytes(&self, i: u32) -> u32 {
+        match self.payload {
+            Payload::Data(d) if d.gso.bundle && i + 1 == d.gso.segs as u32 => HEADER_BYTES + d.gso.tail,
+            _ => self.wire_bytes,
+        }
+    }
+
+    /// Segment `i` of a bundle, exactly as its sender emitted it (a packet
+    /// that is not a bundle is its own only segment).
+    #[inline]
+    pub fn segment(&self, i: u32) -> Packet {
+        let mut p = *self;
+        if let Payload::Data(d) = &mut p.payload {
+            if d.gso.bundle {
+                let last = i + 1 == d.gso.segs as u32;
+                d.seq = d.seq.wrapping_add(i);
+                if last {
+                    d.payload = d.gso.tail;
+                    p.wire_bytes = HEADER_BYTES + d.gso.tail;
+                }
+                d.cwr &= i == 0;
+                d.gso = Gso { segs: d.gso.segs, index: i as u16, whole: d.gso.whole, bundle: false, tail: 0 };
+            }
+        }
+        p
+    }
+
+    /// The skb whose segments are `segs` (in order, as one sender emitted
+    /// them), as one bundle; None when they do not form one exactly.
+    pub fn bundle_of(segs: &[Packet]) -> Option<Packet> {
+        let first = segs.first()?;
+        let last = segs.last()?;
+        let (Payload::Data(d0), Payload::Data(dn)) = (first.payload, last.payload) else { return None };
+        if segs.len() < 2 || d0.gso.segs as usize != segs.len() || d0.gso.index != 0 || d0.gso.bundle {
+            return None;
+        }
+        let mut b = *first;
+        if let Payload::Data(d) = &mut b.payload {
+            d.gso.bundle = true;
+            d.gso.tail = dn.payload;
+        }
+        segs.iter().enumerate().all(|(i, s)| b.segment(i as u32) == *s).then_some(b)
+    }
 }
 
 #[cfg(test)]
@@ -247,6 +329,29 @@ mod tests {
         assert_eq!(s.wire_bytes(), 28);
         assert!(!s.push(SeqRange::new(7, 8)));
         assert!(std::mem::size_of::<Packet>() <= 64, "{}", std::mem::size_of::<Packet>());
+    }
+
+    #[test]
+    fn a_bundle_gives_back_the_segments_it_was_made_of() {
+        let seg = |i: u16, payload: u32, cwr: bool| {
+            let gso = Gso { segs: 3, index: i, ..Gso::default() };
+            let mut p = Packet::data(4, DataSegment { seq: u32::MAX - 1 + i as u32, payload, tsval: 9, retransmission: false, ce: false, ect: true, ect1: false, cwr, gso });
+            p.epoch = 2;
+            p
+        };
+        let skb = [seg(0, 1448, true), seg(1, 1448, false), seg(2, 700, false)];
+        let b = Packet::bundle_of(&skb).expect("one skb");
+        assert!(b.is_bundle() && b.segs() == 3 && b.total_wire_bytes() == 1500 + 1500 + 752);
+        for (i, s) in skb.iter().enumerate() {
+            assert_eq!(b.segment(i as u32), *s);
+        }
+        // Not one skb: a gap, a missing segment, CWR on a later segment.
+        assert!(Packet::bundle_of(&[skb[0], skb[2]]).is_none());
+        assert!(Packet::bundle_of(&skb[..2]).is_none());
+        assert!(Packet::bundle_of(&[skb[0], seg(1, 1448, true), skb[2]]).is_none());
+        assert!(Packet::bundle_of(&[seg(0, 700, false), skb[1], skb[2]]).is_none());
+        // A packet that is no bundle is its own segment.
+        assert_eq!((skb[1].segs(), skb[1].segment(0), skb[1].total_wire_bytes()), (1, skb[1], 1500));
     }
 
     #[test]

@@ -29,7 +29,9 @@ pub struct Pipe {
 pub fn continues_skb(prev: &Packet, next: &Packet) -> bool {
     match (&prev.payload, &next.payload) {
         (Payload::Data(a), Payload::Data(b)) => {
-            prev.flow == next.flow
+            !a.gso.bundle
+                && !b.gso.bundle
+                && prev.flow == next.flow
                 && prev.epoch == next.epoch
                 && a.gso.segs > 1
                 && b.gso.segs == a.gso.segs
@@ -60,16 +62,29 @@ impl Pipe {
 
     /// Accepts a packet at `now`. Returns the time its head event must be
     /// scheduled if the pipe was empty (otherwise an event is already pending).
+    /// A whole skb (a bundle) stays one entry where its segments would all
+    /// arrive together (a pipe that delivers skbs whole, or a propagation leg
+    /// without a rate); otherwise its segments go in one by one.
     pub fn push(&mut self, now: Time, pkt: Packet) -> Option<Time> {
+        if pkt.is_bundle() && !self.whole_skbs && self.rate.is_some() {
+            let mut head = None;
+            for i in 0..pkt.segs() {
+                head = head.or(self.push(now, pkt.segment(i)));
+            }
+            return head;
+        }
         let sent = match self.rate {
             Some(rate) => {
-                let start = now.max(self.busy_until);
-                self.busy_until = start + rate.tx_time(pkt.wire_bytes as u64);
+                // Each segment is serialised on its own, back to back.
+                for i in 0..pkt.segs() {
+                    let start = now.max(self.busy_until);
+                    self.busy_until = start + rate.tx_time(pkt.segment_wire_bytes(i) as u64);
+                }
                 self.busy_until
             }
             None => now,
         };
-        if self.whole_skbs {
+        if self.whole_skbs && !pkt.is_bundle() {
             if let Payload::Data(d) = &pkt.payload {
                 if d.gso.segs > 1 && d.gso.index + 1 < d.gso.segs {
                     self.staged.push(pkt);
@@ -122,7 +137,8 @@ impl Pipe {
         self.in_flight.is_empty() && self.staged.is_empty()
     }
 
-    /// Packets inside the pipe (for end-of-run accounting).
+    /// Packets inside the pipe (for end-of-run accounting; a bundle counts
+    /// for its segments).
     pub fn packets(&self) -> impl Iterator<Item = &Packet> {
         self.in_flight.iter().map(|(_, p)| p).chain(self.staged.iter())
     }
@@ -152,7 +168,7 @@ mod tests {
     fn whole_super_packets_arrive_with_their_last_segment() {
         use crate::packet::{DataSegment, Gso};
         let seg = |i: u16| {
-            let gso = Gso { segs: 3, index: i, whole: false };
+            let gso = Gso { segs: 3, index: i, whole: false, ..Gso::default() };
             Packet::data(0, DataSegment { seq: 10 + i as u32, payload: 1448, tsval: 0, retransmission: false, ce: false, ect: false, ect1: false, cwr: false, gso })
         };
         // 1500 bytes at 1.2 Gbit/s: 10 us each; 100 us of delay.
@@ -172,6 +188,32 @@ mod tests {
         // Without the setting each segment arrives when it is serialised.
         let mut q = Pipe::new(Some(Rate(1_200_000_000)), Dur::from_us(100));
         assert_eq!(q.push(Time::ZERO, seg(0)), Some(Time(110_000)));
+    }
+
+    #[test]
+    fn a_bundle_is_one_entry_where_its_segments_arrive_together() {
+        use crate::packet::{DataSegment, Gso};
+        let segs: Vec<Packet> = (0..3u16)
+            .map(|i| {
+                let gso = Gso { segs: 3, index: i, ..Gso::default() };
+                Packet::data(0, DataSegment { seq: 10 + i as u32, payload: 1448, tsval: 0, retransmission: false, ce: false, ect: false, ect1: false, cwr: false, gso })
+            })
+            .collect();
+        let skb = Packet::bundle_of(&segs).unwrap();
+        // A host's link to a Linux router: one entry, when its last segment is through.
+        let mut whole = Pipe::new(Some(Rate(1_200_000_000)), Dur::from_us(100));
+        whole.set_whole_skbs();
+        assert_eq!(whole.push(Time::ZERO, skb), Some(Time(130_000)));
+        assert_eq!(whole.pop(), Some((skb, None)));
+        // A propagation leg: one entry.
+        let mut leg = Pipe::new(None, Dur::from_us(100));
+        assert_eq!(leg.push(Time::ZERO, skb), Some(Time(100_000)));
+        assert_eq!(leg.len(), 1);
+        // A link to a switch: each segment when it is serialised.
+        let mut switch = Pipe::new(Some(Rate(1_200_000_000)), Dur::from_us(100));
+        assert_eq!(switch.push(Time::ZERO, skb), Some(Time(110_000)));
+        let arrivals: Vec<(Packet, Option<Time>)> = std::iter::from_fn(|| switch.pop()).collect();
+        assert_eq!(arrivals, vec![(segs[0], Some(Time(120_000))), (segs[1], Some(Time(130_000))), (segs[2], None)]);
     }
 
     #[test]

@@ -164,11 +164,14 @@ pub struct RedBin {
 }
 
 /// The queue of a single-queue discipline: packets in arrival order with their
-/// enqueue times (for sojourn-based AQMs) and the wire bytes they hold.
+/// enqueue times (for sojourn-based AQMs) and the wire bytes they hold. A
+/// drop-tail queue may hold a whole skb as one entry (`Packet::is_bundle`);
+/// lengths count segments either way.
 #[derive(Default)]
 pub struct Fifo {
     queue: VecDeque<(Time, Packet)>,
     bytes: u64,
+    segs: u32,
 }
 
 impl Fifo {
@@ -177,13 +180,14 @@ impl Fifo {
     pub fn fits(&self, limit: QueueLimit, pkt: &Packet) -> bool {
         match limit {
             QueueLimit::Bytes(b) => self.bytes + pkt.wire_bytes as u64 <= b,
-            QueueLimit::Packets(n) => (self.queue.len() as u64) < n as u64,
+            QueueLimit::Packets(n) => (self.segs as u64) < n as u64,
         }
     }
 
     #[inline]
     pub fn push(&mut self, now: Time, pkt: Packet) {
-        self.bytes += pkt.wire_bytes as u64;
+        self.bytes += pkt.total_wire_bytes();
+        self.segs += pkt.segs();
         self.queue.push_back((now, pkt));
     }
 
@@ -191,13 +195,15 @@ impl Fifo {
     #[inline]
     pub fn pop(&mut self) -> Option<(Time, Packet)> {
         let (t, pkt) = self.queue.pop_front()?;
-        self.bytes -= pkt.wire_bytes as u64;
+        self.bytes -= pkt.total_wire_bytes();
+        self.segs -= pkt.segs();
         Some((t, pkt))
     }
 
+    /// Packets held (segments, a whole skb counting for each of its own).
     #[inline]
     pub fn len(&self) -> u32 {
-        self.queue.len() as u32
+        self.segs
     }
 
     #[inline]
@@ -215,7 +221,7 @@ impl Fifo {
     /// its Ethernet header).
     #[inline]
     pub fn linux_backlog(&self) -> u64 {
-        self.bytes + crate::net::aqm::ETH_HLEN as u64 * self.queue.len() as u64
+        self.bytes + crate::net::aqm::ETH_HLEN as u64 * self.segs as u64
     }
 
     pub fn packets(&self) -> Vec<Packet> {

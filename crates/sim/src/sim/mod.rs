@@ -281,7 +281,7 @@ impl Simulation {
                 }
                 for pkt in done.drain(..) {
                     if pkt.is_data() {
-                        self.data_packets_forwarded += 1;
+                        self.data_packets_forwarded += pkt.segs() as u64;
                     }
                     self.forward(pkt);
                 }
@@ -392,8 +392,11 @@ impl Simulation {
                 }
             }
             Hop::Line { line, delay } => {
-                if let Some(t) = self.lines[line as usize].push(now, delay, pkt) {
-                    self.events.schedule(t, Event::LineHead(line));
+                // Delay lines hold segments (jitter acts per packet).
+                for i in 0..pkt.segs() {
+                    if let Some(t) = self.lines[line as usize].push(now, delay, pkt.segment(i)) {
+                        self.events.schedule(t, Event::LineHead(line));
+                    }
                 }
             }
             Hop::Link(l) => match self.links[l as usize].arrive(now, pkt) {
@@ -404,6 +407,13 @@ impl Simulation {
             Hop::Receiver => {
                 let f = &mut self.flows[pkt.flow as usize];
                 if pkt.epoch != f.epoch {
+                    return;
+                }
+                if pkt.is_bundle() {
+                    // The receiver takes an skb's segments in order.
+                    for i in 0..pkt.segs() {
+                        self.enter(pkt.segment(i));
+                    }
                     return;
                 }
                 if let Some(rx) = &mut f.rx {
@@ -481,8 +491,9 @@ impl Simulation {
         if pkt.epoch != f.epoch || f.sender.tsq.is_none() {
             return;
         }
-        let last = d.gso.segs <= 1 || d.gso.index + 1 == d.gso.segs;
-        if f.sender.nic_tx_done(self.now, d.payload, last, &mut self.out) {
+        let last = d.gso.bundle || d.gso.segs <= 1 || d.gso.index + 1 == d.gso.segs;
+        let payload = if d.gso.bundle { d.payload * (d.gso.segs as u32 - 1) + d.gso.tail } else { d.payload };
+        if f.sender.nic_tx_done(self.now, payload, last, &mut self.out) {
             self.flush_out(pkt.flow, false);
             self.sync_timers(pkt.flow);
         }
@@ -551,13 +562,31 @@ impl Simulation {
         }
         let epoch = self.flows[flow as usize].epoch;
         let mut out = std::mem::take(&mut self.out);
-        for mut pkt in out.drain(..) {
+        for pkt in out.iter_mut() {
             pkt.flow = flow;
             pkt.reverse = from_receiver;
             pkt.hop = 0;
             pkt.epoch = epoch;
-            self.enter(pkt);
         }
+        // A sender's super-packet enters the network as one packet (a
+        // bundle), to be split only where a model acts per segment.
+        let mut i = 0;
+        while i < out.len() {
+            let n = match out[i].payload {
+                Payload::Data(d) if !from_receiver && d.gso.segs > 1 && d.gso.index == 0 => d.gso.segs as usize,
+                _ => 1,
+            };
+            if n > 1 && i + n <= out.len() {
+                if let Some(skb) = Packet::bundle_of(&out[i..i + n]) {
+                    self.enter(skb);
+                    i += n;
+                    continue;
+                }
+            }
+            self.enter(out[i]);
+            i += 1;
+        }
+        out.clear();
         self.out = out;
     }
 

@@ -275,7 +275,7 @@ impl Simulation {
         let mut in_network = vec![0u64; configured];
         let mut count = |pkt: &crate::packet::Packet| {
             if pkt.is_data() && (pkt.flow as usize) < configured {
-                in_network[pkt.flow as usize] += 1;
+                in_network[pkt.flow as usize] += pkt.segs() as u64;
             }
         };
         self.pipes.iter().flat_map(|p| p.packets()).for_each(&mut count);

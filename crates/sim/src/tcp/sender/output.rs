@@ -272,7 +272,7 @@ impl TcpSender {
             for i in 0..n {
                 self.transmit_new(out);
                 if let Some(Packet { payload: Payload::Data(d), .. }) = out.last_mut() {
-                    d.gso = Gso { segs: n.min(u16::MAX as u32) as u16, index: i.min(u16::MAX as u32) as u16, whole: false };
+                    d.gso = Gso { segs: n.min(u16::MAX as u32) as u16, index: i.min(u16::MAX as u32) as u16, whole: false, ..Gso::default() };
                 }
             }
             let bytes = self.skb_bytes.take().unwrap_or(0);
