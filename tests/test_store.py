@@ -133,7 +133,7 @@ def _wait_for_runs(out, n, proc, timeout=120):
 
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT])
 def test_interrupted_sweep_leaves_a_valid_database_and_resumes(tmp_path, sig):
-    f = write(tmp_path, duration="20s", reps=6, rate="200Mbps", ccas=("cubic", "reno"))  # 24 runs, long enough to interrupt
+    f = write(tmp_path, duration="60s", reps=10, rate="200Mbps", ccas=("cubic", "reno"))  # 40 runs, long enough to interrupt
     out = tmp_path / "res"
     proc = _start_sweep(f, out)
     _wait_for_runs(out, 3, proc)
@@ -149,15 +149,15 @@ def test_interrupted_sweep_leaves_a_valid_database_and_resumes(tmp_path, sig):
         assert proc.returncode == 130 and "run the same command again to resume" in stderr and "Traceback" not in stderr
     rows, _ = db_runs(out)  # opens: the database is valid
     stored = len(rows)
-    assert 0 < stored < 24
+    assert 0 < stored < 40
     p = cli("sweep", str(f), "--out", str(out), "--json", check=True)
     o = json.loads(p.stdout)
-    assert o["computed"] == 24 - stored and o["cached"] == stored and o["failed"] == 0
+    assert o["computed"] == 40 - stored and o["cached"] == stored and o["failed"] == 0
     rows, _ = db_runs(out)
     ids = [r for r, _ in rows]
-    assert len(ids) == 24 == len(set(ids)) and {s for _, s in rows} == {"ok"}
+    assert len(ids) == 40 == len(set(ids)) and {s for _, s in rows} == {"ok"}
     res = ccarena.load(out)
-    assert len(res.flows) == 48 and res.flows.groupby(["run_id", "flow"]).size().max() == 1
+    assert len(res.flows) == 80 and res.flows.groupby(["run_id", "flow"]).size().max() == 1
 
 
 def test_dask_local_cluster_gives_the_same_results(tmp_path):
