@@ -279,6 +279,19 @@ impl Packet {
         p
     }
 
+    /// The skb a sender just emitted as `segs` (all of one skb, in order),
+    /// as one bundle, without checking (the sender knows; debug builds check).
+    #[inline]
+    pub fn bundle_unchecked(segs: &[Packet]) -> Packet {
+        debug_assert!(Packet::bundle_of(segs).is_some(), "not one skb: {segs:?}");
+        let mut b = segs[0];
+        if let (Payload::Data(d), Payload::Data(last)) = (&mut b.payload, segs[segs.len() - 1].payload) {
+            d.gso.bundle = true;
+            d.gso.tail = last.payload;
+        }
+        b
+    }
+
     /// The skb whose segments are `segs` (in order, as one sender emitted
     /// them), as one bundle; None when they do not form one exactly.
     pub fn bundle_of(segs: &[Packet]) -> Option<Packet> {
@@ -335,7 +348,7 @@ mod tests {
     fn a_bundle_gives_back_the_segments_it_was_made_of() {
         let seg = |i: u16, payload: u32, cwr: bool| {
             let gso = Gso { segs: 3, index: i, ..Gso::default() };
-            let mut p = Packet::data(4, DataSegment { seq: u32::MAX - 1 + i as u32, payload, tsval: 9, retransmission: false, ce: false, ect: true, ect1: false, cwr, gso });
+            let mut p = Packet::data(4, DataSegment { seq: (u32::MAX - 1).wrapping_add(i as u32), payload, tsval: 9, retransmission: false, ce: false, ect: true, ect1: false, cwr, gso });
             p.epoch = 2;
             p
         };

@@ -370,7 +370,8 @@ fn ecn_sender_sets_ect_on_new_data_only_and_reduces_on_ece() {
     let synack = Packet { flow: 0, wire_bytes: 60, reverse: true, hop: 0, epoch: 0, payload: Payload::SynAck { tsecr: 1 } };
     s.on_packet(Time::from_ms(10), &synack, &mut out);
     let data = |out: &Vec<Packet>| -> Vec<ccarena_sim::packet::DataSegment> {
-        out.iter().filter_map(|p| if let Payload::Data(d) = p.payload { Some(d) } else { None }).collect()
+        // A super-packet leaves the sender as one packet: count its segments.
+        out.iter().flat_map(|p| (0..p.segs()).map(move |i| p.segment(i))).filter_map(|p| if let Payload::Data(d) = p.payload { Some(d) } else { None }).collect()
     };
     let iw = data(&out);
     assert_eq!(iw.len(), 10);

@@ -568,25 +568,11 @@ impl Simulation {
             pkt.hop = 0;
             pkt.epoch = epoch;
         }
-        // A sender's super-packet enters the network as one packet (a
-        // bundle), to be split only where a model acts per segment.
-        let mut i = 0;
-        while i < out.len() {
-            let n = match out[i].payload {
-                Payload::Data(d) if !from_receiver && d.gso.segs > 1 && d.gso.index == 0 => d.gso.segs as usize,
-                _ => 1,
-            };
-            if n > 1 && i + n <= out.len() {
-                if let Some(skb) = Packet::bundle_of(&out[i..i + n]) {
-                    self.enter(skb);
-                    i += n;
-                    continue;
-                }
-            }
-            self.enter(out[i]);
-            i += 1;
+        // A sender's super-packet arrives here as one packet (a bundle), to
+        // be split only where a model acts per segment.
+        for pkt in out.drain(..) {
+            self.enter(pkt);
         }
-        out.clear();
         self.out = out;
     }
 

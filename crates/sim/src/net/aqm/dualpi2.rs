@@ -407,7 +407,7 @@ impl QueueDisc for DualPi2 {
                 dropped.push(e.pkt);
                 continue;
             }
-            let sojourn = now.0 - e.ts.0;
+            let sojourn = now.0.saturating_sub(e.ts.0);
             if from_l && e.apply_step {
                 // do_step_aqm
                 let over = match self.p.step {
@@ -536,7 +536,7 @@ mod tests {
             let t = Time(q.next_update.0);
             q.c.q.clear();
             q.c.bytes = 0;
-            q.c.push(Queued { ts: Time(t.0 - delay_ms * MS), pkt: seg(i, Ecn::NotEct), apply_step: false });
+            q.c.push(Queued { ts: Time(t.0.saturating_sub(delay_ms * MS)), pkt: seg(i, Ecn::NotEct), apply_step: false });
             q.catch_up(t);
         }
     }

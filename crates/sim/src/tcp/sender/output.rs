@@ -275,6 +275,14 @@ impl TcpSender {
                     d.gso = Gso { segs: n.min(u16::MAX as u32) as u16, index: i.min(u16::MAX as u32) as u16, whole: false, ..Gso::default() };
                 }
             }
+            if n > 1 && n <= u16::MAX as u32 {
+                // The skb leaves as one packet (its segments are those just
+                // emitted; the network splits it where it acts per segment).
+                let first = out.len() - n as usize;
+                let skb = Packet::bundle_unchecked(&out[first..]);
+                out.truncate(first);
+                out.push(skb);
+            }
             let bytes = self.skb_bytes.take().unwrap_or(0);
             if let Some(q) = &mut self.tsq {
                 q.sent(bytes);

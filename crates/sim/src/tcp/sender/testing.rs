@@ -287,7 +287,9 @@ impl Harness {
     }
 
     fn collect(&mut self) {
-        for p in self.out.drain(..) {
+        // Scripts name segments: a super-packet (one bundle) counts as its own.
+        let segments: Vec<Packet> = self.out.drain(..).flat_map(|p| (0..p.segs()).map(move |i| p.segment(i))).collect();
+        for p in segments {
             let Payload::Data(d) = p.payload else { panic!("the sender sent {p:?}") };
             let ts = ts_clock(self.now);
             let i = d.seq as usize;
