@@ -227,7 +227,7 @@ def run_validation(
     sim = SIM.algorithms()
     kernel = backend.algorithms() if backend is not None else None
     if hasattr(backend, "preflight"):
-        backend.preflight(Scenario.from_dict(json.loads(json.dumps(cases[0][1])), catalogue=kernel).with_overrides(overrides))
+        backend.preflight(Scenario.from_dict(json.loads(json.dumps(cases[0][1])), catalogue=kernel).with_overrides(kernel_overrides))
     out = Path(out_root) / f"{set_name}-{time.strftime('%Y%m%d-%H%M%S')}"
     (out / "runs").mkdir(parents=True, exist_ok=True)
     (out / "cases.json").write_text(json.dumps({"set": set_name, "overrides": kernel_overrides, "sim_overrides": sim_overrides,
@@ -236,9 +236,10 @@ def run_validation(
     raw: list[dict] = []
     total = len(cases) * reps
     done = 0
-    overrides = sim_overrides
     for cid, doc in cases:
         cca = doc["flows"][0]["cca"]
+        stored_runs = stored / "runs" / cid if stored is not None else None
+        stored_kind = _kernel_dir(stored_runs) if stored_runs is not None else None
         for seed in range(1, reps + 1):
             d = json.loads(json.dumps(doc))
             d["run"]["seed"] = seed
@@ -246,7 +247,7 @@ def run_validation(
             t0 = time.time()
             if stored is not None:
                 # The stored directory is the record of those kernel runs: read, not copied.
-                r = load_result(stored / "runs" / cid / f"{_kernel_dir(stored / 'runs' / cid)}-seed{seed}")
+                r = load_result(stored_runs / f"{stored_kind}-seed{seed}")
             else:
                 r = backend.run(Scenario.from_dict(d, catalogue=kernel).with_overrides(kernel_overrides))
                 r.save(out / "runs" / cid / f"{backend.name}-seed{seed}")
@@ -254,7 +255,7 @@ def run_validation(
             raw.append({"case": cid, "backend": "linux", "seed": seed, **m})
             starts = r.record[r.record["backend"]]["data_start_s"]
             if cca in sim_ccas:
-                rs = SIM.run(Scenario.from_dict(d, catalogue=sim).with_overrides(overrides))
+                rs = SIM.run(Scenario.from_dict(d, catalogue=sim).with_overrides(sim_overrides))
                 rs.save(out / "runs" / cid / f"sim-seed{seed}")
                 raw.append({"case": cid, "backend": "sim", "seed": seed, **metrics_of(rs)})
                 paired = json.loads(json.dumps(d))
@@ -267,7 +268,7 @@ def run_validation(
                 # no tool's start-up exchange before them.
                 paired.setdefault("run", {})["start_jitter"] = "0s"
                 paired.pop("startup", None)
-                paired_overrides = {k: v for k, v in overrides.items() if not k.endswith("startup") and not k.startswith("run.start_jitter")}
+                paired_overrides = {k: v for k, v in sim_overrides.items() if not k.endswith("startup") and not k.startswith("run.start_jitter")}
                 rp = SIM.run(Scenario.from_dict(paired, catalogue=sim).with_overrides(paired_overrides))
                 rp.save(out / "runs" / cid / f"sim_kernel_starts-seed{seed}")
                 raw.append({"case": cid, "backend": "sim_kernel_starts", "seed": seed, **metrics_of(rp)})

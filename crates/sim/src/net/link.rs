@@ -40,8 +40,13 @@ pub struct LinkStats {
 
 impl LinkStats {
     fn count_drop(&mut self, pkt: &Packet, random: bool) {
+        self.count_drops(pkt, random, 1);
+    }
+
+    /// `n` packets like `pkt` dropped (the segments of one skb).
+    fn count_drops(&mut self, pkt: &Packet, random: bool, n: u64) {
         if !pkt.is_data() {
-            self.control_drops += 1;
+            self.control_drops += n;
             return;
         }
         let f = pkt.flow as usize;
@@ -49,9 +54,9 @@ impl LinkStats {
             self.flow_drops.resize(f + 1, 0);
             self.flow_random_drops.resize(f + 1, 0);
         }
-        self.flow_drops[f] += 1;
+        self.flow_drops[f] += n;
         if random {
-            self.flow_random_drops[f] += 1;
+            self.flow_random_drops[f] += n;
         }
     }
 }
@@ -222,9 +227,7 @@ impl Link {
                 } else {
                     self.stats.drops_queue += n as u64;
                 }
-                for _ in 0..n {
-                    self.stats.count_drop(&skb, random);
-                }
+                self.stats.count_drops(&skb, random, n as u64);
                 return Err(skb);
             }
             Some(Verdict::Admit) if self.trace.is_none() => {

@@ -75,12 +75,15 @@ impl Pipe {
         }
         let sent = match self.rate {
             Some(rate) => {
-                // Each segment is serialised on its own, back to back.
-                for i in 0..pkt.segs() {
-                    let start = now.max(self.busy_until);
-                    self.busy_until = start + rate.tx_time(pkt.segment_wire_bytes(i) as u64);
+                // Each segment is serialised on its own, back to back: the
+                // last one's time plus the others' (each rounded as alone).
+                let n = pkt.segs();
+                let mut busy = now.max(self.busy_until) + rate.tx_time(pkt.segment_wire_bytes(n - 1) as u64);
+                if n > 1 {
+                    busy = busy + Dur(rate.tx_time(pkt.wire_bytes as u64).0 * (n as u64 - 1));
                 }
-                self.busy_until
+                self.busy_until = busy;
+                busy
             }
             None => now,
         };

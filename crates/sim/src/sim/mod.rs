@@ -409,16 +409,12 @@ impl Simulation {
                 if pkt.epoch != f.epoch {
                     return;
                 }
-                if pkt.is_bundle() {
-                    // The receiver takes an skb's segments in order.
-                    for i in 0..pkt.segs() {
-                        self.enter(pkt.segment(i));
-                    }
-                    return;
-                }
+                // A bundle reaches the receiver as its segments, in order.
                 if let Some(rx) = &mut f.rx {
-                    if let Some(due) = rx.arrive(now, pkt) {
-                        self.events.schedule(due, Event::RxBatch(pkt.flow));
+                    for i in 0..pkt.segs() {
+                        if let Some(due) = rx.arrive(now, pkt.segment(i)) {
+                            self.events.schedule(due, Event::RxBatch(pkt.flow));
+                        }
                     }
                     return;
                 }
@@ -426,7 +422,7 @@ impl Simulation {
                     if d.gso.whole {
                         // One skb: processed when its last segment is in,
                         // and acknowledged as one (as GRO hands it over).
-                        f.skb.push(pkt);
+                        f.skb.extend((0..pkt.segs()).map(|i| pkt.segment(i)));
                         if f.skb.len() < d.gso.segs as usize {
                             return;
                         }
@@ -436,9 +432,11 @@ impl Simulation {
                         return;
                     }
                 }
-                self.deliver(pkt);
-                self.flush_out(pkt.flow, true);
-                self.sync_timers(pkt.flow);
+                for i in 0..pkt.segs() {
+                    self.deliver(pkt.segment(i));
+                    self.flush_out(pkt.flow, true);
+                    self.sync_timers(pkt.flow);
+                }
             }
             Hop::Sender => {
                 let f = &mut self.flows[pkt.flow as usize];
