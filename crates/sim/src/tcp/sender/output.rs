@@ -465,6 +465,8 @@ mod tso_scripts {
         assert!(!h.nic_tx_done(5, true));
         expect_tx!(h, none);
         assert_eq!(h.s.counters.skbs_sent, 5);
+        // Each skb went to the network as one packet (a bundle of 2).
+        assert_eq!(h.handed, vec![2; 5]);
     }
 
     /// Without offload the same ACKs release segments at once.
@@ -476,5 +478,7 @@ mod tso_scripts {
         ack!(h, 2);
         expect_tx!(h, 30..34);
         assert_eq!(h.s.counters.skbs_sent, 34);
+        // Without offload every segment is a packet of its own.
+        assert_eq!(h.handed, vec![1; 34]);
     }
 }

@@ -121,6 +121,7 @@ impl Setup {
             una: 0,
             ts_recent: 0,
             ect_sent: Vec::new(),
+            handed: Vec::new(),
         };
         h.s.tso = self.tso;
         if self.tsq {
@@ -157,6 +158,9 @@ pub struct Harness {
     ts_recent: u32,
     /// Segments sent ECN-capable (ECT), in order.
     pub ect_sent: Vec<u32>,
+    /// Segments in each packet the sender handed the network (a
+    /// super-packet is one packet, a bundle), in order.
+    pub handed: Vec<u32>,
 }
 
 /// The ACK a script feeds: built by `ack!`.
@@ -288,6 +292,7 @@ impl Harness {
 
     fn collect(&mut self) {
         // Scripts name segments: a super-packet (one bundle) counts as its own.
+        self.handed.extend(self.out.iter().map(|p| p.segs()));
         let segments: Vec<Packet> = self.out.drain(..).flat_map(|p| (0..p.segs()).map(move |i| p.segment(i))).collect();
         for p in segments {
             let Payload::Data(d) = p.payload else { panic!("the sender sent {p:?}") };
