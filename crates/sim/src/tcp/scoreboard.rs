@@ -44,6 +44,11 @@ pub struct SegState {
     /// stack's `tx.lost`, `tx.delivered_ce`).
     pub tx_lost: u32,
     pub tx_delivered_ce: u32,
+    /// The segment begins an skb of the retransmission queue: the first of a
+    /// super-packet as sent, or the first after a split (Linux `tcp_fragment`
+    /// when a retransmission takes only part of an skb). A retransmission
+    /// takes the segments of one skb together, as Linux retransmits skbs.
+    pub skb_head: bool,
     prev: u32,
     next: u32,
     linked: bool,
@@ -61,6 +66,7 @@ impl SegState {
             tx_in_flight: 0,
             tx_lost: 0,
             tx_delivered_ce: 0,
+            skb_head: true,
             prev: NIL,
             next: NIL,
             linked: false,
@@ -226,6 +232,30 @@ impl Scoreboard {
         None
     }
 
+    /// How many segments from `seq` (the next to retransmit) one
+    /// retransmission takes, at most `max`: those of the same skb that are
+    /// marked lost and neither SACKed nor retransmitted (Linux retransmits an
+    /// skb whole, or its first `max` segments).
+    pub fn retransmit_run(&self, seq: u32, max: u32) -> u32 {
+        let mut n = 1;
+        while n < max && self.contains(seq + n) {
+            let s = self.get(seq + n);
+            if s.skb_head || s.sacked & LOST == 0 || s.sacked & (SACKED_RETRANS | SACKED_ACKED) != 0 {
+                break;
+            }
+            n += 1;
+        }
+        n
+    }
+
+    /// The skb holding `seq` is split before it (Linux `tcp_fragment`):
+    /// `seq` begins an skb of its own.
+    pub fn split_before(&mut self, seq: u32) {
+        if self.contains(seq) {
+            self.get_mut(seq).skb_head = true;
+        }
+    }
+
     pub fn clear_retransmit_queue(&mut self) {
         self.lost_heap.clear();
     }
@@ -238,6 +268,33 @@ impl Scoreboard {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A retransmission's segments: the lost, unSACKed, unretransmitted
+    /// ones that follow in the same skb, up to the limit.
+    #[test]
+    fn a_retransmission_run_stays_inside_one_skb() {
+        let mut b = Scoreboard::new();
+        for i in 0..12 {
+            let mut s = SegState::new(0);
+            // skbs 0..4, 4..8, 8..12
+            s.skb_head = i % 4 == 0;
+            s.sacked = LOST;
+            b.push_new(s);
+        }
+        assert_eq!(b.retransmit_run(0, 10), 4, "stops at the next skb");
+        assert_eq!(b.retransmit_run(0, 3), 3, "at most the limit");
+        assert_eq!(b.retransmit_run(1, 10), 3);
+        b.get_mut(6).sacked |= SACKED_ACKED;
+        assert_eq!(b.retransmit_run(4, 10), 2, "stops at a SACKed segment");
+        b.get_mut(10).sacked |= RETRANS;
+        assert_eq!(b.retransmit_run(8, 10), 2, "stops at a retransmitted segment");
+        b.get_mut(1).sacked = 0;
+        assert_eq!(b.retransmit_run(0, 10), 1, "stops at a segment not marked lost");
+        b.split_before(3);
+        assert_eq!(b.retransmit_run(2, 10), 1, "a split makes an skb boundary");
+        b.split_before(40);
+        assert_eq!(b.retransmit_run(11, 10), 1, "the queue's end");
+    }
 
     #[test]
     fn time_order_moves_retransmissions_to_the_tail() {

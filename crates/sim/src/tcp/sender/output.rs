@@ -50,23 +50,30 @@ impl TcpSender {
             return;
         }
         let mut rearm = false;
+        // Linux takes `tcp_tso_segs` once, before the walk.
+        let max_segs = if self.tso { self.tso_segs() } else { 1 };
         loop {
             if self.pacing_check() {
                 break;
             }
-            if self.sock.cwnd as i64 - self.in_flight() as i64 <= 0 {
+            let room = self.sock.cwnd as i64 - self.in_flight() as i64;
+            if room <= 0 {
                 break;
             }
             if self.sock.retrans_out >= self.sock.lost_out {
                 break;
             }
             let Some(seq) = self.board.next_retransmit() else { break };
-            if self.small_queue_check(self.cfg.mss as u64, 1) {
+            // `__tcp_retransmit_skb`: at most the window's room and the
+            // peer's window (at least one segment), in one skb.
+            let rwnd_room = self.snd_wnd_end.wrapping_sub(seq).max(1);
+            let n = self.board.retransmit_run(seq, (room as u32).min(max_segs).min(rwnd_room));
+            if self.small_queue_check(n as u64 * self.cfg.mss as u64, 1) {
                 break;
             }
-            self.retransmit_one(seq, out);
+            self.retransmit_skb(seq, n, out);
             if self.in_cwnd_reduction() {
-                self.rec.prr_out += 1;
+                self.rec.prr_out += n;
             }
             if seq == self.sock.snd_una && !matches!(self.xmit_timer, Some((XmitTimer::ReoTimeout, _))) {
                 rearm = true;
@@ -75,6 +82,36 @@ impl TcpSender {
         if rearm {
             self.reset_xmit_timer(XmitTimer::Retrans, self.rto_jiffies);
         }
+    }
+
+    /// Linux `tcp_retransmit_skb` for the `n` segments from `seq` (of one
+    /// skb): one skb, its rest (if any) split off to wait as an skb of its
+    /// own. A super-packet leaves as one bundle and is paced as one skb.
+    pub(super) fn retransmit_skb(&mut self, seq: u32, n: u32, out: &mut Vec<Packet>) {
+        self.board.split_before(seq + n);
+        if n <= 1 {
+            self.retransmit_one(seq, out);
+            return;
+        }
+        self.skb_bytes = Some(0);
+        self.counters.skbs_sent += 1;
+        for i in 0..n {
+            self.retransmit_one(seq + i, out);
+            if let Some(Packet { payload: Payload::Data(d), .. }) = out.last_mut() {
+                d.gso = Gso { segs: n.min(u16::MAX as u32) as u16, index: i.min(u16::MAX as u32) as u16, whole: false, ..Gso::default() };
+            }
+        }
+        if n <= u16::MAX as u32 {
+            let first = out.len() - n as usize;
+            let skb = Packet::bundle_unchecked(&out[first..]);
+            out.truncate(first);
+            out.push(skb);
+        }
+        let bytes = self.skb_bytes.take().unwrap_or(0);
+        if let Some(q) = &mut self.tsq {
+            q.sent(bytes);
+        }
+        self.pacing_after_send(bytes);
     }
 
     /// Linux `tcp_retransmit_skb` for one segment.
@@ -271,6 +308,10 @@ impl TcpSender {
             self.counters.skbs_sent += 1;
             for i in 0..n {
                 self.transmit_new(out);
+                if i > 0 {
+                    let seq = self.sock.snd_nxt - 1;
+                    self.board.get_mut(seq).skb_head = false;
+                }
                 if let Some(Packet { payload: Payload::Data(d), .. }) = out.last_mut() {
                     d.gso = Gso { segs: n.min(u16::MAX as u32) as u16, index: i.min(u16::MAX as u32) as u16, whole: false, ..Gso::default() };
                 }
@@ -467,6 +508,37 @@ mod tso_scripts {
         assert_eq!(h.s.counters.skbs_sent, 5);
         // Each skb went to the network as one packet (a bundle of 2).
         assert_eq!(h.handed, vec![2; 5]);
+    }
+
+    /// Two skbs of 15 lost whole (a Linux router drops skbs whole; no TLP,
+    /// no F-RTO): the RTO retransmits the head segment alone, splitting it
+    /// off its skb (`tcp_retransmit_skb(head, 1)`), and the lost segments
+    /// then leave in skbs as large as the slow-start window allows (Linux
+    /// retransmits skbs, `tcp_xmit_retransmit_queue`), each one packet,
+    /// never one skb across two of the original ones.
+    #[test]
+    fn lost_skbs_are_retransmitted_as_skbs_the_window_allows() {
+        let mut h = reno().rtt(1).cfg(|c| { c.initial_cwnd = 30; c.tlp = false; c.frto = false; }).tso().start();
+        expect_tx!(h, 0..30);
+        assert_eq!(h.fire_timer(), (204, Some(super::XmitTimer::Retrans)));
+        expect_tx!(h, 0 rtx);
+        check!(h, cwnd = 1, lost_out = 30);
+        assert!(h.s.board.get(1).skb_head, "the rest of the head skb is an skb of its own");
+        h.at(205);
+        ack!(h, 1);
+        expect_tx!(h, 1..3 rtx);
+        h.at(206);
+        ack!(h, 3);
+        expect_tx!(h, 3..7 rtx);
+        h.at(207);
+        ack!(h, 7);
+        expect_tx!(h, 7..15 rtx);
+        h.at(208);
+        ack!(h, 15);
+        check!(h, cwnd = 15);
+        expect_tx!(h, 15..30 rtx);
+        assert_eq!(h.handed, vec![15, 15, 1, 2, 4, 8, 15]);
+        assert_eq!(h.s.counters.skbs_sent, 7);
     }
 
     /// Without offload the same ACKs release segments at once.

@@ -119,7 +119,9 @@ impl TcpSender {
                 let last = self.sock.snd_nxt - 1;
                 let s = self.board.get(last).sacked;
                 if s & SACKED_ACKED == 0 {
-                    self.retransmit_one(last, out);
+                    // The probe is the last segment, split off its skb.
+                    self.board.split_before(last);
+                    self.retransmit_skb(last, 1, out);
                     self.tlp_retrans = true;
                     probe_sent = true;
                 }
@@ -146,7 +148,8 @@ impl TcpSender {
         self.enter_loss();
         self.retransmits += 1;
         let head = self.sock.snd_una;
-        self.retransmit_one(head, out);
+        // `tcp_retransmit_skb(head, 1)`: the head skb's first segment alone.
+        self.retransmit_skb(head, 1, out);
         // Exponential backoff.
         self.rto_jiffies = (self.rto_jiffies << 1).min(usecs_to_jiffies(RTO_MAX_US, self.hz()));
         self.reset_xmit_timer(XmitTimer::Retrans, self.rto_jiffies);
