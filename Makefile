@@ -39,7 +39,7 @@ linux-tools:
 	else echo "note: clang, bpftool, libbpf-dev or kernel BTF missing: the linux backend's BPF algorithms are not built"; fi
 
 $(LINUX_BIN)/ccarena-delay: linux/delay.c
-	gcc -O2 -Wall -Wextra -o $@ $< $$(pkg-config --cflags --libs libnetfilter_queue)
+	gcc -O2 -Wall -Wextra -o $@ $< $$(pkg-config --cflags --libs libnetfilter_queue) -lm
 
 target/bpf/vmlinux.h:
 	@mkdir -p target/bpf

@@ -1,15 +1,28 @@
 /*
- * ccarena-delay: a fixed per-queue packet delay on netfilter NFQUEUE.
+ * ccarena-delay: a per-queue packet delay on netfilter NFQUEUE, fixed or
+ * varying as netem's `delay D J`.
  *
  * The kernel here has no netem, so the linux backend adds each flow's
  * propagation delay with this program. iptables rules send a flow's packets
- * (the backend uses the ACK direction, in the right-hand router) to NFQUEUE
+ * (the backend uses the ACK direction, in the right-hand router, and the
+ * data direction for flows with a data-path delay or jitter) to NFQUEUE
  * queue N; this program holds each packet and gives the kernel its ACCEPT
- * verdict DELAY microseconds after it received it. The delay per queue is
- * constant, so each queue is a FIFO: release order = arrival order, no
- * reordering, O(1) work per packet.
+ * verdict DELAY microseconds after it received it. A queue with a fixed
+ * delay is a FIFO: release order = arrival order, O(1) work per packet.
  *
- * Usage: ccarena-delay QUEUE:DELAY_US [QUEUE:DELAY_US ...]
+ * A queue with jitter J draws each packet's delay as netem does
+ * (sch_netem.c, tabledist): uniform in [D - J, D + J), or D + J x a standard
+ * normal value; a negative delay releases at once. With reordering (netem's
+ * default: its tfifo orders packets by send time, equal times in arrival
+ * order) the queue is a heap on (due time, arrival); without it a packet
+ * never leaves before the one ahead of it (netem with a rate or a FIFO
+ * child), so the queue stays a FIFO. The kernel hands NFQUEUE a GSO packet
+ * segment by segment (no NFQA_CFG_F_GSO), so each segment gets its own draw,
+ * as the simulator's delay line gives it.
+ *
+ * Usage: ccarena-delay QUEUE:DELAY_US[:JITTER_US:DIST:REORDER:SEED] ...
+ *   DIST is u (uniform) or n (normal), REORDER 1 or 0, SEED the queue's
+ *   random stream (splitmix64), so that a run can be repeated.
  *   Prints "ready" on stdout once every queue is bound (add the iptables rules
  *   after that). On SIGINT/SIGTERM it releases every held packet, unbinds and
  *   prints one JSON line of statistics on stderr:
@@ -45,6 +58,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <arpa/inet.h>
+#include <math.h>
 #include <linux/netfilter.h>
 #include <libnetfilter_queue/libnetfilter_queue.h>
 
@@ -52,14 +66,20 @@
 #define RING (1u << 17)
 #define HIST_US 20000 /* lateness histogram, 1 us bins */
 
-struct held { uint32_t id; uint64_t due; };
+struct held { uint32_t id; uint64_t due; uint64_t order; };
 
 struct queue {
     struct nfq_q_handle *qh;
     uint16_t num;
     uint64_t delay_ns;
-    struct held *ring;
-    uint32_t head, tail; /* head: next to release; tail: next free */
+    uint64_t jitter_ns;  /* 0: a fixed delay */
+    int normal;          /* draw D + J x N(0,1) instead of uniform */
+    int reorder;         /* a heap on (due, order) instead of a FIFO */
+    uint64_t rng;        /* splitmix64 state */
+    uint64_t last_due;   /* FIFO with jitter: no packet leaves before the one ahead */
+    uint64_t arrivals;
+    struct held *ring;   /* FIFO: ring buffer; reorder: binary heap in ring[0..tail) */
+    uint32_t head, tail; /* FIFO: head next to release, tail next free */
 };
 
 static struct queue queues[MAXQ];
@@ -76,17 +96,75 @@ static uint64_t now_ns(void) {
 
 static void on_signal(int sig) { (void)sig; stop = 1; }
 
+static uint64_t splitmix64(uint64_t *x) {
+    uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* A uniform value in (0, 1). */
+static double unit(uint64_t *x) { return ((splitmix64(x) >> 11) + 0.5) / 9007199254740992.0; }
+
+/* This packet's delay in ns: D, or D varied by J as netem varies it, at least 0. */
+static uint64_t draw_delay(struct queue *q) {
+    if (!q->jitter_ns) return q->delay_ns;
+    double d = (double)q->delay_ns, j = (double)q->jitter_ns;
+    double v = q->normal ? d + j * sqrt(-2.0 * log(unit(&q->rng))) * cos(2.0 * M_PI * unit(&q->rng))
+                         : d - j + 2.0 * j * unit(&q->rng);
+    return v > 0 ? (uint64_t)v : 0;
+}
+
+static int earlier(const struct held *a, const struct held *b) {
+    return a->due < b->due || (a->due == b->due && a->order < b->order);
+}
+
+static void heap_push(struct queue *q, struct held h) {
+    uint32_t i = q->tail++;
+    while (i > 0) {
+        uint32_t parent = (i - 1) / 2;
+        if (!earlier(&h, &q->ring[parent])) break;
+        q->ring[i] = q->ring[parent];
+        i = parent;
+    }
+    q->ring[i] = h;
+}
+
+static struct held heap_pop(struct queue *q) {
+    struct held top = q->ring[0], last = q->ring[--q->tail];
+    uint32_t i = 0, n = q->tail;
+    for (;;) {
+        uint32_t c = 2 * i + 1;
+        if (c >= n) break;
+        if (c + 1 < n && earlier(&q->ring[c + 1], &q->ring[c])) c++;
+        if (!earlier(&q->ring[c], &last)) break;
+        q->ring[i] = q->ring[c];
+        i = c;
+    }
+    if (n) q->ring[i] = last;
+    return top;
+}
+
+static int held_count(const struct queue *q) { return (int)(q->tail - q->head); }
+
 static int on_packet(struct nfq_q_handle *qh, struct nfgenmsg *msg, struct nfq_data *nfa, void *data) {
     (void)msg;
     struct queue *q = data;
     struct nfqnl_msg_packet_hdr *ph = nfq_get_msg_packet_hdr(nfa);
     if (!ph) return 0;
     uint32_t id = ntohl(ph->packet_id);
-    if (q->tail - q->head >= RING) { /* full: let it through now */
+    if (held_count(q) >= (int)RING) { /* full: let it through now */
         overflow++;
         return nfq_set_verdict(qh, id, NF_ACCEPT, 0, NULL);
     }
-    q->ring[q->tail % RING] = (struct held){ id, now_ns() + q->delay_ns };
+    struct held h = { id, now_ns() + draw_delay(q), q->arrivals++ };
+    if (q->jitter_ns && q->reorder) {
+        heap_push(q, h);
+        return 0;
+    }
+    if (h.due < q->last_due) h.due = q->last_due;
+    q->last_due = h.due;
+    q->ring[q->tail % RING] = h;
     q->tail++;
     return 0;
 }
@@ -96,21 +174,25 @@ static uint64_t release_due(int all) {
     uint64_t next = 0, t = now_ns();
     for (int i = 0; i < nq; i++) {
         struct queue *q = &queues[i];
+        int heap = q->jitter_ns && q->reorder;
         while (q->head != q->tail) {
-            struct held *h = &q->ring[q->head % RING];
-            if (!all && h->due > t) {
-                if (!next || h->due < next) next = h->due;
+            struct held h = heap ? q->ring[0] : q->ring[q->head % RING];
+            if (!all && h.due > t) {
+                if (!next || h.due < next) next = h.due;
                 break;
             }
-            nfq_set_verdict(q->qh, h->id, NF_ACCEPT, 0, NULL);
+            if (heap)
+                heap_pop(q);
+            else
+                q->head++;
+            nfq_set_verdict(q->qh, h.id, NF_ACCEPT, 0, NULL);
             if (!all) {
-                uint64_t late = t > h->due ? t - h->due : 0;
+                uint64_t late = t > h.due ? t - h.due : 0;
                 packets++;
                 late_sum_ns += late;
                 if (late > late_max_ns) late_max_ns = late;
                 hist[late / 1000 < HIST_US ? late / 1000 : HIST_US]++;
             }
-            q->head++;
         }
     }
     return next;
@@ -127,7 +209,7 @@ static double p99_us(void) {
 
 int main(int argc, char **argv) {
     if (argc < 2) {
-        fprintf(stderr, "usage: %s QUEUE:DELAY_US [QUEUE:DELAY_US ...]\n", argv[0]);
+        fprintf(stderr, "usage: %s QUEUE:DELAY_US[:JITTER_US:DIST:REORDER:SEED] ...\n", argv[0]);
         return 2;
     }
     prctl(PR_SET_TIMERSLACK, 1UL); /* wake up on time, not up to 50 us late */
@@ -139,14 +221,19 @@ int main(int argc, char **argv) {
     struct nfq_handle *h = nfq_open();
     if (!h) { perror("nfq_open"); return 1; }
     for (int i = 1; i < argc && nq < MAXQ; i++) {
-        unsigned num; unsigned long long us;
-        if (sscanf(argv[i], "%u:%llu", &num, &us) != 2 || num > 65535) {
-            fprintf(stderr, "bad argument '%s': expected QUEUE:DELAY_US\n", argv[i]);
+        unsigned num, reorder = 1; unsigned long long us, jitter_us = 0, seed = 0; char dist = 'u';
+        int fields = sscanf(argv[i], "%u:%llu:%llu:%c:%u:%llu", &num, &us, &jitter_us, &dist, &reorder, &seed);
+        if ((fields != 2 && fields != 6) || num > 65535 || (dist != 'u' && dist != 'n') || reorder > 1) {
+            fprintf(stderr, "bad argument '%s': expected QUEUE:DELAY_US or QUEUE:DELAY_US:JITTER_US:u|n:1|0:SEED\n", argv[i]);
             return 2;
         }
         struct queue *q = &queues[nq];
         q->num = num;
         q->delay_ns = us * 1000ull;
+        q->jitter_ns = jitter_us * 1000ull;
+        q->normal = dist == 'n';
+        q->reorder = (int)reorder;
+        q->rng = seed;
         q->ring = calloc(RING, sizeof *q->ring);
         q->qh = nfq_create_queue(h, num, on_packet, q);
         if (!q->ring || !q->qh) { fprintf(stderr, "cannot bind queue %u: %s\n", num, strerror(errno)); return 1; }

@@ -70,6 +70,66 @@ def test_launch_lead_is_iperf3s_start_up_unless_the_flow_starts_as_iperf3():
 
 
 
+def test_a_data_leg_splits_the_rtt_and_draws_its_delay_as_netem():
+    """A flow with data_delay or jitter gets half its RTT on each leg (as the
+    simulator splits it) and its data leg delayed by half the RTT plus
+    data_delay, varied by the jitter, in R: its own queue of the delay
+    program (seeded per flow and run) or netem on R's port towards it."""
+    from ccarena.backends.linux.topology import DATA_QUEUE_BASE, Dumbbell
+
+    plain = {"rtt": 20_000_000, "jitter": None}
+    leg = {"rtt": 2_000_000, "data_delay": 200_000_000, "jitter": {"jitter": 200_000_000, "distribution": "uniform", "reorder": True}}
+    normal = {"rtt": 10_000_000, "jitter": {"jitter": 3_000_000, "distribution": "normal", "reorder": False}}
+    d = Dumbbell("t", [plain, leg, normal], 400_000_000, 2_000_000, 50_000, seed=2)
+    args = d.delay_args()
+    assert args[:3] == ["0:20000", "1:1000", "2:5000"]
+    q1, q2 = args[3].split(":"), args[4].split(":")
+    assert q1[:5] == [str(DATA_QUEUE_BASE + 1), "201000", "200000", "u", "1"]
+    assert q2[:5] == [str(DATA_QUEUE_BASE + 2), "5000", "3000", "n", "0"]
+    assert q1[5] != q2[5] and q1[5] != Dumbbell("t", [plain, leg], 1, 1, 1, seed=3).delay_args()[2].split(":")[5]
+    assert d.nfqueue_rules() == [
+        "iptables-legacy -A FORWARD -i r0 -j NFQUEUE --queue-num 0",
+        "iptables-legacy -A FORWARD -i r1 -j NFQUEUE --queue-num 1",
+        "iptables-legacy -A FORWARD -i r2 -j NFQUEUE --queue-num 2",
+        f"iptables-legacy -A FORWARD -o r1 -j NFQUEUE --queue-num {DATA_QUEUE_BASE + 1}",
+        f"iptables-legacy -A FORWARD -o r2 -j NFQUEUE --queue-num {DATA_QUEUE_BASE + 2}",
+    ]
+    netem = [" ".join(c) for c in d.netem_commands()]
+    assert netem[0].endswith("dev eth0 root netem delay 20000us limit 1000000")
+    assert "-n ccarena-t-R qdisc add dev r1 root netem delay 201000us 200000us limit 1000000" in netem[2]
+    assert netem[4].endswith("dev r2 root netem delay 5000us 3000us distribution normal limit 1000000")
+
+
+def test_the_linux_backend_takes_data_delay_and_jitter_but_not_reverse_flows():
+    from ccarena.backends.linux.backend import check_scenario
+
+    flows = [{"cca": "reno", "rtt": "2ms", "data_delay": "50ms", "jitter": "10ms"}]
+    check_scenario(load_scenario({**BASE, "flows": flows}, backend="linux"))
+    with pytest.raises(ScenarioError) as e:
+        load_scenario({**BASE, "flows": [{"cca": "reno", "rtt": "20ms", "direction": "reverse"}]}, backend="linux")
+    assert "flows[].direction = reverse" in str(e.value) and "flows[].jitter" not in str(e.value).split(";")[1]
+    # The testbed background set-up (24 flows behind 200 ms +- 200 ms) runs there.
+    sc = load_scenario("cubic-fig9-inter-rtt-fairness", backend="linux").with_overrides({"background": "testbed"})
+    assert check_scenario(sc) == [] and len(sc.engine["flows"]) == 26
+
+
+def test_validation_behind_a_background_compares_the_flows_under_study():
+    from ccarena.experiments.crosscheck import metrics_of, validation_cases
+
+    cases, reps = validation_cases("testbed-background", duration_s=20)
+    assert reps == 3 and [cid for cid, _ in cases] == ["reno-400M-162v16ms-2MB", "cubic-400M-162v16ms-2MB"]
+    doc = cases[0][1]
+    assert doc["background"] == "testbed" and doc["network"]["buffer"] == "2MB"
+    import ccarena
+
+    r = ccarena.run({**doc, "run": {"duration": "8s", "warmup": "6s"}})
+    m = metrics_of(r)
+    ours = r.flows[~r.flows.background]
+    assert len(ours) == 2 and len(r.flows) == 26
+    assert m["share0"] == pytest.approx(ours.throughput_mbps.iloc[0] / ours.throughput_mbps.sum())
+    assert m["retrans"] == ours.window_retransmissions.sum()
+
+
 def test_linux_algorithms_are_validated_for_the_linux_backend():
     with pytest.raises(ScenarioError) as e:
         load_scenario({**BASE, "flows": [{"cca": "vegass", "rtt": "20ms"}]}, backend="linux")
@@ -347,6 +407,26 @@ def test_flows_start_together_or_as_iperf3_tests(tmp_path, startup, apart):
 
 
 @needs_linux
+def test_data_leg_delay_and_jitter_on_the_kernel(tmp_path):
+    """A 20 ms flow with 30 ms more on its data leg, +- 10 ms, behind a
+    30-packet queue (18 ms at 20 Mbit/s): the kernel's smallest RTT is the
+    legs' sum at the jitter's low end (10 + 30 ms), its mean the nominal
+    50 ms plus some queueing."""
+    f = tmp_path / "j.toml"
+    f.write_text('name = "jitter"\n[network]\nbottleneck_rate = "20Mbps"\nbuffer = "30p"\n'
+                 '[[flows]]\ncca = "reno"\nrtt = "20ms"\ndata_delay = "30ms"\njitter = "10ms"\n[run]\nduration = "6s"\n')
+    p = cli("run", str(f), "--backend", "linux", "--json", "--out", str(tmp_path / "res"), check=True)
+    doc = json.loads(p.stdout)
+    assert doc["flows"][0]["throughput_mbps"] > 1
+    rec = read_record(tmp_path / "res")
+    (s,) = rec["flow_series"]
+    min_rtt_ms = s["min_rtt_us"][-1] / 1000
+    assert 39.0 < min_rtt_ms < 44.0, min_rtt_ms
+    assert 45 < doc["flows"][0]["mean_srtt_ms"] < 90, doc["flows"][0]["mean_srtt_ms"]
+    assert not _dead_owners() and not _stray_helpers()
+
+
+@needs_linux
 def test_validate_ci_set(tmp_path):
     p = cli("validate", "--suite", "ci", "--duration", "5", "--out", str(tmp_path), check=True)
     assert "reno-50M-40v40ms" in p.stdout and "cubic-50M-40v40ms" in p.stdout
@@ -466,3 +546,12 @@ def test_paired_starts_keep_the_kernels_offsets():
     assert paired_starts([-0.003, -0.015]) == pytest.approx([0.012, 0.0])
     assert paired_starts([0.044, 0.294]) == [0.044, 0.294]
     assert paired_starts([]) == []
+
+
+def test_validate_help_names_every_suite():
+    from ccarena.experiments.crosscheck import VALIDATION_SETS
+
+    # The help wraps lines, at hyphens too: join them back.
+    text = " ".join(cli("validate", "--help", check=True).stdout.split()).replace("- ", "-")
+    for name in VALIDATION_SETS:
+        assert name in text, name

@@ -655,7 +655,7 @@ def cleanup(
 
 @app.command()
 def validate(
-    suite: str = typer.Option("default", "--suite", "-s", help="Validation suite: default, quick or ci."),
+    suite: str = typer.Option("default", "--suite", "-s", help="Validation suite: default, quick, ci, dctcp, paper, paper-rates, paper-quick or testbed-background (docs/fidelity.md)."),
     sets: Optional[List[str]] = typer.Option(
         None, "--set", help="Override a field in every case on both backends, e.g. --set hosts.tso=false or --set startup=iperf3 (repeatable)."
     ),

@@ -48,7 +48,7 @@ from .host import (
 from .mapping import iperf3_client_args, iperf3_server_args, launch_lead_ns, tbf_limit_bytes
 from .sampling import sample_flow
 from .supervisor import Supervisor, workdir_prefix
-from .topology import MAX_FLOWS, PORT, Dumbbell, receiver_addr
+from .topology import MAX_FLOWS, PORT, Dumbbell, ack_leg_ns, receiver_addr
 
 __all__ = ["run_linux"]
 
@@ -130,6 +130,10 @@ def check_scenario(sc: Scenario, backend: str = "linux", max_rate_bps: int | Non
             raise ScenarioError(f"flows[{i}].rtt", f"{where} runs RTTs up to {MAX_RTT_NS // 1_000_000} ms (the kernel's initial RTO), got {f['rtt'] / 1e6:g} ms")
         if f["stop"] is not None and f["size"] is not None:
             raise ScenarioError("flows", f"a flow with both size and stop is not supported on {where}")
+        jitter = f.get("jitter") or {}
+        if backend == "linux" and jitter and not jitter.get("reorder", True) and has_netem():
+            raise ScenarioError(f"flows[{i}].jitter.reorder",
+                                f"{where} varies the delay with netem here, which reorders packets; allowed: true, got false")
     return notes
 
 
@@ -219,6 +223,7 @@ class _Run:
             loss=e["network"]["loss"],
             delay_mode=self.delay_mode,
             qdisc=e["network"].get("qdisc", {"kind": "drop_tail"}),
+            seed=int(e["run"]["seed"]),
         )
         self.workdir = Path(tempfile.mkdtemp(prefix=os.path.basename(workdir_prefix(str(os.getpid())))))
         self.procs: list[subprocess.Popen] = []
@@ -469,7 +474,7 @@ def _data_start(run: _Run, i: int, ts: list[float], cum: list[int], times: list[
     times) show the bytes acked at the sender; the receiver had those bytes
     one ACK-path delay earlier. Matching the two curves gives the offset
     (median over the samples of the steady part)."""
-    rtt = run.flows[i]["rtt"] / 1e9
+    rtt = ack_leg_ns(run.flows[i]) / 1e9
     offsets = []
     for t, s in zip(run.sample_times if times is None else times, run.samples[i]):
         if not s or not s.get("bytes_acked"):
@@ -483,7 +488,7 @@ def _data_start(run: _Run, i: int, ts: list[float], cum: list[int], times: list[
         offsets.sort()
         return offsets[len(offsets) // 2]
     launched = run.launched_at[i]
-    return (launched if launched is not None else run.flows[i]["start"] / 1e9) + 3 * rtt
+    return (launched if launched is not None else run.flows[i]["start"] / 1e9) + 3 * run.flows[i]["rtt"] / 1e9
 
 
 def build_record(run: _Run, backend: str = "linux", section: Callable[[list[float]], dict] | None = None) -> RunRecord:

@@ -123,7 +123,9 @@ def linux_cca_names() -> list[str]:
 def linux_catalogue() -> Catalogue:
     """What scenarios on the linux backend may use: the kernel's algorithms
     (and the project's BPF ones) with their defaults, forward TCP flows over
-    a fixed path. Python algorithms do not run here (their files are not loaded)."""
+    a fixed path, whose data leg may carry an extra delay and jitter (netem's,
+    or the delay program's). Python algorithms do not run here (their files
+    are not loaded)."""
 
     def ignore_files(files) -> Catalogue:
         return catalogue
@@ -133,8 +135,9 @@ def linux_catalogue() -> Catalogue:
         names=frozenset(linux_cca_names()),
         scope=" on the linux backend (this kernel's and the project's BPF algorithms)",
         no_params="the linux backend runs the kernel's algorithms with their defaults; allowed: {} (none)",
-        features=frozenset(),
-        refusal="the linux backend runs forward TCP flows over a fixed path; {features} need the simulator (--backend sim)",
+        features=frozenset({"flows[].jitter", "flows[].data_delay"}),
+        refusal="the linux backend runs forward TCP flows over a fixed path (with flows[].data_delay and flows[].jitter); "
+        "{features} need the simulator (--backend sim)",
         load_files=ignore_files,
     )
     return catalogue

@@ -40,6 +40,33 @@ from .mapping import (
 __all__ = ["Dumbbell", "MAX_FLOWS", "PORT", "receiver_addr", "parse_netstat"]
 
 MAX_FLOWS = 64
+#: The delay program's queue for flow i's data leg (flow i's ACKs use queue i).
+DATA_QUEUE_BASE = 1000
+
+
+def has_data_leg(flow: dict) -> bool:
+    """Whether the flow's data direction is delayed too (data_delay or jitter)."""
+    return bool(flow.get("jitter")) or bool(flow.get("data_delay"))
+
+
+def ack_leg_ns(flow: dict) -> int:
+    """The delay on the flow's ACK path: its whole RTT, or half of it when the
+    data leg carries the other half (the simulator splits the RTT evenly)."""
+    return flow["rtt"] // 2 if has_data_leg(flow) else flow["rtt"]
+
+
+def data_leg(flow: dict) -> tuple[int, int, str, bool]:
+    """The data leg's delay as netem's `delay D J`: (D ns, J ns, distribution,
+    reorder), D being half the RTT plus `data_delay`."""
+    jitter = flow.get("jitter") or {}
+    d = flow["rtt"] - flow["rtt"] // 2 + int(flow.get("data_delay") or 0)
+    return d, int(jitter.get("jitter", 0)), jitter.get("distribution", "uniform"), bool(jitter.get("reorder", True))
+
+
+def leg_seed(run_seed: int, flow_index: int) -> int:
+    """The delay program's random stream for one flow's data leg: distinct
+    per flow and per run seed, so repetitions differ and a seed repeats."""
+    return (run_seed * 1_000_003 + flow_index * 7919 + 1) % (1 << 63)
 
 
 def receiver_addr(i: int) -> str:
@@ -70,6 +97,7 @@ class Dumbbell:
     rps: bool = True
     loss: dict = field(default_factory=lambda: {"model": "bernoulli", "p": 0.0})
     delay_mode: str = "nfqueue"  # or "netem"
+    seed: int = 1                # the run's seed: the data legs' jitter streams
     qdisc: dict = field(default_factory=lambda: {"kind": "drop_tail"})
     created: list[str] = field(default_factory=list)
 
@@ -167,16 +195,46 @@ class Dumbbell:
 
     # ---- delay ----
     def delay_args(self) -> list[str]:
-        """Arguments of the delay program: queue i holds flow i's ACKs for its RTT."""
-        return [f"{i}:{f['rtt'] // 1000}" for i, f in enumerate(self.flows)]
+        """Arguments of the delay program: queue i holds flow i's ACKs for its
+        RTT (half of it with a data leg); queue DATA_QUEUE_BASE + i delays
+        its data leg."""
+        args = [f"{i}:{ack_leg_ns(f) // 1000}" for i, f in enumerate(self.flows)]
+        for i, f in enumerate(self.flows):
+            if has_data_leg(f):
+                d, j, dist, reorder = data_leg(f)
+                args.append(f"{DATA_QUEUE_BASE + i}:{d // 1000}:{j // 1000}:{dist[0]}:{int(reorder)}:{leg_seed(self.seed, i)}")
+        return args
+
+    def netem_commands(self) -> list[list[str]]:
+        """The `tc` commands of the delay where the kernel has netem: each
+        flow's ACK leg on its receiver's interface, its data leg (if any) on
+        R's interface towards the receiver."""
+        cmds = []
+        for i, f in enumerate(self.flows):
+            cmds.append(["tc", "-n", self.receiver(i), "qdisc", "add", "dev", "eth0", "root", "netem",
+                         "delay", f"{ack_leg_ns(f) // 1000}us", "limit", "1000000"])
+            if has_data_leg(f):
+                d, j, dist, _ = data_leg(f)
+                delay = ["delay", f"{d // 1000}us"] + ([f"{j // 1000}us"] if j else [])
+                if j and dist == "normal":
+                    delay += ["distribution", "normal"]
+                cmds.append(["tc", "-n", self.right, "qdisc", "add", "dev", f"r{i}", "root", "netem", *delay, "limit", "1000000"])
+        return cmds
+
+    def nfqueue_rules(self) -> list[str]:
+        """R's iptables rules that hand each flow's ACKs (from r_i) and, with
+        a data leg, its data (towards r_i) to the delay program."""
+        rules = [f"iptables-legacy -A FORWARD -i r{i} -j NFQUEUE --queue-num {i}" for i in range(len(self.flows))]
+        rules += [f"iptables-legacy -A FORWARD -o r{i} -j NFQUEUE --queue-num {DATA_QUEUE_BASE + i}"
+                  for i, f in enumerate(self.flows) if has_data_leg(f)]
+        return rules
 
     def add_delay_rules(self) -> None:
         if self.delay_mode == "netem":
-            for i, f in enumerate(self.flows):
-                sh("tc", "-n", self.receiver(i), "qdisc", "add", "dev", "eth0", "root", "netem",
-                   "delay", f"{f['rtt'] // 1000}us", "limit", "1000000")
+            for cmd in self.netem_commands():
+                sh(*cmd)
             return
-        _in_ns(self.right, [f"iptables-legacy -A FORWARD -i r{i} -j NFQUEUE --queue-num {i}" for i in range(len(self.flows))])
+        _in_ns(self.right, self.nfqueue_rules())
 
     # ---- measurement helpers ----
     def tbf_stats(self) -> dict:

@@ -412,7 +412,7 @@ def make_plan(sc: Scenario, inv: Inventory, tag: str, delay_modes: dict[str, str
                 queues = " ".join(f"{f.index}:{f.rtt_ns // 1000}" for f in receiving)
                 hp.setup += [
                     _heredoc("$D/delay.c", text),
-                    "gcc -O2 -o \"$D/ccarena-delay\" \"$D/delay.c\" $(pkg-config --cflags --libs libnetfilter_queue)",
+                    "gcc -O2 -o \"$D/ccarena-delay\" \"$D/delay.c\" $(pkg-config --cflags --libs libnetfilter_queue) -lm",
                 ]
                 hp.start += [
                     f"start delay \"$D/ccarena-delay\" {queues}",
