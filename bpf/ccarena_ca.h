@@ -32,12 +32,14 @@ static __always_inline int in_slow_start(const struct tcp_sock *tp) {
     return tp->snd_cwnd < tp->snd_ssthresh;
 }
 
-/* Linux's tcp_is_cwnd_limited: in slow start, cwnd < 2 x the most packets out
- * in the last window; otherwise the flag the stack keeps per window. */
+/* Linux's tcp_is_cwnd_limited: the flag the stack keeps per window, or, in
+ * slow start, cwnd < 2 x the most packets out in the last window. */
 static __always_inline int cwnd_limited(const struct tcp_sock *tp) {
+    if (tp->is_cwnd_limited)
+        return 1;
     if (in_slow_start(tp))
         return tp->snd_cwnd < 2 * tp->max_packets_out;
-    return tp->is_cwnd_limited;
+    return 0;
 }
 
 static __always_inline __u8 ca_state(struct sock *sk) {
