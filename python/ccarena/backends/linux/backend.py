@@ -46,7 +46,7 @@ from .host import (
     DELAY_BIN, LinuxBackendUnavailable, bpf_ccas, check_host, has_netem, has_red, kernel_ccas, kernel_hz, linux_catalogue, popen, sh,
 )
 from .mapping import iperf3_client_args, iperf3_server_args, launch_lead_ns, tbf_limit_bytes
-from .sampling import sample_flow
+from .sampling import sample_flows
 from .supervisor import Supervisor, workdir_prefix
 from .topology import MAX_FLOWS, PORT, Dumbbell, ack_leg_ns, receiver_addr
 
@@ -342,9 +342,9 @@ class _Run:
                 k = min(behind, ticks)
             self.sample_times.append(time.monotonic() - t0)
             self.sample_ticks.append(k)
+            sampled = sample_flows([self.net.sender(i) if self.clients[i] is not None else None for i in range(self.n)], PORT)
             for i in range(self.n):
-                s = sample_flow(self.net.sender(i), PORT) if self.clients[i] is not None else None
-                self.samples[i].append(s)
+                self.samples[i].append(sampled[i])
                 if not snap_done[i] and k * interval >= window_start[i] - 1e-9 and window_start[i] > 0:
                     self.netstat_start[i] = self.net.netstat(self.net.sender(i))
                     snap_done[i] = True

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 import subprocess
 
-__all__ = ["parse_ss", "sample_flow", "busiest_by_port"]
+__all__ = ["parse_ss", "sample_flow", "sample_flows", "busiest_by_port"]
 
 _INT_FIELDS = {
     "cwnd": "cwnd",
@@ -71,13 +71,34 @@ def busiest_by_port(text: str) -> dict[int, dict]:
     return best
 
 
+def _ss_args(ns: str, port: int) -> list[str]:
+    return ["ss", "-N", ns, "-tinHO", "state", "established", "dport", "=", f":{port}"]
+
+
 def sample_flow(ns: str, port: int) -> dict | None:
     """tcp_info of the data connection to `port` in namespace `ns`: of the
     iperf3 connections (control and data) the one that has sent the most."""
-    p = subprocess.run(
-        ["ss", "-N", ns, "-tinHO", "state", "established", "dport", "=", f":{port}"],
-        capture_output=True,
-        text=True,
-        timeout=5,
-    )
+    p = subprocess.run(_ss_args(ns, port), capture_output=True, text=True, timeout=5)
     return busiest_by_port(p.stdout).get(port)
+
+
+def sample_flows(namespaces: list[str | None], port: int) -> list[dict | None]:
+    """`sample_flow` for each namespace (None: not sampled), all `ss`
+    processes at once: one after the other, 26 flows took longer than a
+    100 ms sample interval (each `ss` is a process start and a netlink dump
+    of a few ms), so the samples fell behind their instants."""
+    procs = [subprocess.Popen(_ss_args(ns, port), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+             if ns is not None else None for ns in namespaces]
+    out: list[dict | None] = []
+    for p in procs:
+        if p is None:
+            out.append(None)
+            continue
+        try:
+            text, _ = p.communicate(timeout=5)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.communicate()
+            text = ""
+        out.append(busiest_by_port(text).get(port))
+    return out
