@@ -50,8 +50,9 @@ impl TcpSender {
             return;
         }
         let mut rearm = false;
-        // Linux takes `tcp_tso_segs` once, before the walk.
-        let max_segs = if self.tso { self.tso_segs() } else { 1 };
+        // Linux takes `tcp_tso_segs` once per walk; here only once there is
+        // something to retransmit (this runs on every ACK).
+        let mut max_segs = None;
         loop {
             if self.pacing_check() {
                 break;
@@ -67,6 +68,7 @@ impl TcpSender {
             // `__tcp_retransmit_skb`: at most the window's room and the
             // peer's window (at least one segment), in one skb.
             let rwnd_room = self.snd_wnd_end.wrapping_sub(seq).max(1);
+            let max_segs = *max_segs.get_or_insert_with(|| if self.tso { self.tso_segs() } else { 1 });
             let n = self.board.retransmit_run(seq, (room as u32).min(max_segs).min(rwnd_room));
             if self.small_queue_check(n as u64 * self.cfg.mss as u64, 1) {
                 break;
@@ -93,15 +95,23 @@ impl TcpSender {
             self.retransmit_one(seq, out);
             return;
         }
+        self.send_skb(n, out, |s, i, out| s.retransmit_one(seq + i, out));
+    }
+
+    /// Sends one skb of `n` segments, segment `i` emitted by `segment`: it
+    /// counts as one skb, leaves as one packet (a bundle of its segments;
+    /// the network splits it where it acts per segment), and is paced and
+    /// charged to TCP Small Queues by its payload, as Linux sends an skb.
+    fn send_skb(&mut self, n: u32, out: &mut Vec<Packet>, mut segment: impl FnMut(&mut Self, u32, &mut Vec<Packet>)) {
         self.skb_bytes = Some(0);
         self.counters.skbs_sent += 1;
         for i in 0..n {
-            self.retransmit_one(seq + i, out);
+            segment(self, i, out);
             if let Some(Packet { payload: Payload::Data(d), .. }) = out.last_mut() {
                 d.gso = Gso { segs: n.min(u16::MAX as u32) as u16, index: i.min(u16::MAX as u32) as u16, whole: false, ..Gso::default() };
             }
         }
-        if n <= u16::MAX as u32 {
+        if n > 1 && n <= u16::MAX as u32 {
             let first = out.len() - n as usize;
             let skb = Packet::bundle_unchecked(&out[first..]);
             out.truncate(first);
@@ -304,31 +314,14 @@ impl TcpSender {
                 wq.sent(n);
             }
             self.last_skb_seq = self.sock.snd_nxt;
-            self.skb_bytes = Some(0);
-            self.counters.skbs_sent += 1;
-            for i in 0..n {
-                self.transmit_new(out);
+            self.send_skb(n, out, |s, i, out| {
+                s.transmit_new(out);
                 if i > 0 {
-                    let seq = self.sock.snd_nxt - 1;
-                    self.board.get_mut(seq).skb_head = false;
+                    // Only the first segment begins the skb in the retransmission queue.
+                    let seq = s.sock.snd_nxt - 1;
+                    s.board.get_mut(seq).skb_head = false;
                 }
-                if let Some(Packet { payload: Payload::Data(d), .. }) = out.last_mut() {
-                    d.gso = Gso { segs: n.min(u16::MAX as u32) as u16, index: i.min(u16::MAX as u32) as u16, whole: false, ..Gso::default() };
-                }
-            }
-            if n > 1 && n <= u16::MAX as u32 {
-                // The skb leaves as one packet (its segments are those just
-                // emitted; the network splits it where it acts per segment).
-                let first = out.len() - n as usize;
-                let skb = Packet::bundle_unchecked(&out[first..]);
-                out.truncate(first);
-                out.push(skb);
-            }
-            let bytes = self.skb_bytes.take().unwrap_or(0);
-            if let Some(q) = &mut self.tsq {
-                q.sent(bytes);
-            }
-            self.pacing_after_send(bytes);
+            });
             sent += n;
         }
         is_cwnd_limited |= self.in_flight() >= self.sock.cwnd;
