@@ -37,6 +37,9 @@ pub struct FlowCounters {
     pub bytes_delivered: u64,
     /// Data segments that arrived at the receiver more than once.
     pub duplicate_segments: u64,
+    /// Data segments the receiver discarded by PAWS (timestamp older than
+    /// TS.Recent; Linux's PAWSEstab counter).
+    pub paws_rejected: u64,
     /// Data packets of this flow dropped at a bottleneck (queue, AQM or random loss).
     pub drops: u64,
     /// Of `drops`, those from random (non-congestion) loss.

@@ -79,6 +79,30 @@ fn a_linux_router_forwards_super_packets_whole() {
     assert!((0.45..0.55).contains(&split), "{split}");
 }
 
+/// Jitter after the Linux router (netem on its egress, the linux backend's
+/// delay program) draws a delay per segment, so a super-packet the router
+/// queued whole reaches the receiver scattered: each segment is processed
+/// when it arrives (Linux has no skb left to wait for), so the ACKs per
+/// segment are those of single segments, not one per super-packet.
+#[test]
+fn jitter_after_a_linux_router_scatters_its_super_packets() {
+    let mut cfg = scenario(100, QueueLimit::Bytes(250_000), LossSpec::none(), vec![flow("cubic", 20)], 20, 5, 1);
+    cfg.hosts = tso();
+    cfg.network.router = ccarena_sim::config::RouterKind::Linux;
+    cfg.network.router_burst = Some(100_000);
+    cfg.flows[0].jitter = Some(ccarena_sim::net::delay_line::JitterConfig {
+        jitter: ccarena_sim::units::Dur(500_000),
+        distribution: Default::default(),
+        reorder: true,
+    });
+    let r = run(cfg);
+    let c = &r.flows[0].counters;
+    let (acks, b) = (c.acks_sent as f64 / c.segments_sent as f64, burst(&r));
+    eprintln!("ACKs per segment {acks:.3} at {b:.1} segments per skb");
+    assert!(b > 4.0, "super-packets: {b}");
+    assert!(acks > 0.4, "{acks}");
+}
+
 /// A sender whose NIC is slower than the bottleneck (a testbed VM limited to
 /// 200 Mbit/s behind 400 Mbit/s): with TCP Small Queues (Linux's default) the
 /// window waits in the socket, so the RTT stays near the path's and the

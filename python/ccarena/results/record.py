@@ -44,6 +44,7 @@ class FlowCounters(TypedDict):
     bytes_acked: int
     bytes_delivered: int
     duplicate_segments: int
+    paws_rejected: int  # 0 in records made before it was counted
     drops: int
     random_drops: int
     ce_marks: int
@@ -204,6 +205,7 @@ def normalise(record: dict) -> RunRecord:
         if "counters" in f:
             f["counters"].setdefault("skbs_sent", 0)
             f["counters"].setdefault("acks_sent", 0)
+            f["counters"].setdefault("paws_rejected", 0)
     for key in ("reverse_link", "reverse_queue_series"):
         record.setdefault(key, None)
     for key in ("udp", "udp_series", "web", "short_flows", "invariant_violations"):

@@ -98,6 +98,13 @@ impl DelayLine {
         }
     }
 
+    /// True when the line varies each packet's delay: the segments of an
+    /// skb then leave it as packets of their own (netem and the linux
+    /// backend's delay program see a forwarded GSO packet segment by segment).
+    pub fn separates_segments(&self) -> bool {
+        self.jitter.is_some()
+    }
+
     pub fn set_extra_delay(&mut self, extra: Dur) {
         self.extra = extra;
     }

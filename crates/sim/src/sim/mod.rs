@@ -392,9 +392,19 @@ impl Simulation {
                 }
             }
             Hop::Line { line, delay } => {
-                // Delay lines hold segments (jitter acts per packet).
+                // Delay lines hold segments (jitter acts per packet). A jittered
+                // line scatters an skb's segments over its delay spread, so the
+                // receiver gets them one by one, not as the skb a Linux
+                // router queued whole (it would wait for all of them).
+                let separate = self.lines[line as usize].separates_segments();
                 for i in 0..pkt.segs() {
-                    if let Some(t) = self.lines[line as usize].push(now, delay, pkt.segment(i)) {
+                    let mut seg = pkt.segment(i);
+                    if separate {
+                        if let Payload::Data(d) = &mut seg.payload {
+                            d.gso.whole = false;
+                        }
+                    }
+                    if let Some(t) = self.lines[line as usize].push(now, delay, seg) {
                         self.events.schedule(t, Event::LineHead(line));
                     }
                 }

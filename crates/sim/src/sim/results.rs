@@ -210,6 +210,7 @@ impl Simulation {
             let mut counters = f.sender.counters.clone();
             counters.bytes_delivered = f.receiver.bytes_delivered;
             counters.duplicate_segments = f.receiver.duplicate_segments;
+            counters.paws_rejected = f.receiver.paws_rejected;
             counters.acks_sent = f.receiver.acks_sent;
             counters.ce_marks = f.receiver.ce_marks;
             (counters.drops, counters.random_drops) = Self::flow_drops(&self.links, i);

@@ -26,6 +26,8 @@ use crate::event::TimerKind;
 use crate::packet::{AckSegment, DataSegment, Packet, Payload, SackBlocks, SeqRange, MAX_SACK_BLOCKS, SYN_BYTES};
 use crate::units::{jiffies_at, time_of_jiffy, usecs_to_jiffies, Time, NS_PER_MS, NS_PER_SEC};
 
+/// Linux TCP_PAWS_WINDOW: timestamp ticks a segment may lag TS.Recent.
+const PAWS_WINDOW: i32 = 1;
 /// Linux TCP_MAX_QUICKACKS.
 const MAX_QUICKACKS: u32 = 16;
 /// Linux TCP_NUM_SACKS: SACK blocks remembered by the receiver.
@@ -116,6 +118,8 @@ pub struct TcpReceiver {
 
     pub bytes_delivered: u64,
     pub duplicate_segments: u64,
+    /// Data segments discarded by PAWS (Linux's PAWSEstab counter).
+    pub paws_rejected: u64,
     pub ce_marks: u64,
     pub acks_sent: u64,
 }
@@ -179,6 +183,7 @@ impl TcpReceiver {
             deferred_ofo: false,
             bytes_delivered: 0,
             duplicate_segments: 0,
+            paws_rejected: 0,
             ce_marks: 0,
             acks_sent: 0,
         }
@@ -249,6 +254,21 @@ impl TcpReceiver {
             self.srtt_us = rtt_us;
             self.rto_jiffies = usecs_to_jiffies(rtt_us + (2 * rtt_us).max(200_000), self.hz);
         }
+        if self.paws_rejects(d.tsval) {
+            // Linux `tcp_validate_incoming`: the segment is discarded and
+            // answered at once by `tcp_send_dupack` (D-SACKed and in quick-ACK
+            // mode when it starts below rcv_nxt).
+            self.paws_rejected += 1;
+            if d.seq < self.rcv_nxt {
+                self.duplicate_segments += 1;
+                self.enter_quickack_mode(MAX_QUICKACKS);
+                if self.sack {
+                    self.dsack = Some(SeqRange::new(d.seq, d.seq + 1));
+                }
+            }
+            self.send_ack(now, out);
+            return;
+        }
         if self.accecn {
             // tcp_ecn_received_counters: count CE marks; an ACK goes out at
             // once before the 3-bit field could wrap unseen.
@@ -290,8 +310,12 @@ impl TcpReceiver {
         }
         self.last_rx_seq = d.seq;
         self.last_rx_ns = now.0;
-        // RFC 7323: only the segment at the left edge updates TS.Recent.
-        if d.seq <= self.rcv_wup {
+        // RFC 7323 / Linux `tcp_replace_ts_recent`: only a segment at the left
+        // edge updates TS.Recent, and never backwards. One that ends before
+        // rcv_wup never gets there: `tcp_sequence` discards it first (with
+        // the duplicate ACK below).
+        let at_left_edge = d.seq <= self.rcv_wup && d.seq + 1 >= self.rcv_wup;
+        if at_left_edge && (self.ts_recent.wrapping_sub(d.tsval) as i32) <= 0 {
             self.ts_recent = d.tsval;
         }
 
@@ -399,6 +423,15 @@ impl TcpReceiver {
         self.prior_rcv_nxt = self.rcv_nxt;
         self.ce_state = ce;
         self.demand_cwr = ce;
+    }
+
+    /// RFC 7323 PAWS (Linux `tcp_paws_discard`): a segment whose timestamp is
+    /// more than `TCP_PAWS_WINDOW` (one tick) older than TS.Recent. Under heavy
+    /// reordering this drops in-order data: a spurious retransmission below
+    /// rcv_wup raises TS.Recent past the timestamps of originals still in
+    /// flight, and those are discarded when they arrive.
+    fn paws_rejects(&self, tsval: u32) -> bool {
+        self.ts_recent != 0 && (self.ts_recent.wrapping_sub(tsval) as i32) > PAWS_WINDOW
     }
 
     fn enter_quickack_mode(&mut self, max_quickacks: u32) {
@@ -916,5 +949,69 @@ mod tests {
         assert_eq!(a[0].ack, 5);
         assert_eq!(a[0].sack.as_slice(), &[SeqRange::new(3, 4), SeqRange::new(6, 7)]);
         assert_eq!(r.duplicate_segments, 1);
+    }
+
+    fn stamped(seq: u32, tsval: u32) -> DataSegment {
+        DataSegment { tsval, ..seg(seq) }
+    }
+
+    /// Heavy reordering with timestamps (RFC 7323 PAWS, Linux
+    /// `tcp_paws_discard`): a spurious retransmission below rcv_wup raises
+    /// TS.Recent past an original still in flight, which is then discarded on
+    /// arrival with an immediate duplicate ACK; its own retransmission gets in.
+    #[test]
+    fn paws_discards_an_original_overtaken_by_a_newer_retransmission() {
+        let mut r = established();
+        let mut out = vec![];
+        r.on_data(Time::from_ms(10), &stamped(0, 5), &mut out);
+        r.on_data(Time::from_ms(11), &stamped(2, 7), &mut out);
+        assert_eq!(r.rcv_nxt, 1);
+        // Segment 0 again, retransmitted at tick 100: TS.Recent = 100.
+        r.on_data(Time::from_ms(120), &stamped(0, 100), &mut out);
+        assert_eq!(r.ts_recent, 100);
+        out.clear();
+        // Segment 1's original (tick 6) arrives last: discarded, ACKed at once
+        // without a D-SACK (it is not below rcv_nxt).
+        r.on_data(Time::from_ms(130), &stamped(1, 6), &mut out);
+        assert_eq!(r.rcv_nxt, 1, "the segment was discarded");
+        assert_eq!(r.paws_rejected, 1);
+        let a = acks(&out);
+        assert_eq!(a.len(), 1);
+        assert_eq!(a[0].ack, 1);
+        assert!(!a[0].sack.dsack);
+        assert_eq!(a[0].tsecr, 100);
+        // One tick older than TS.Recent is still accepted (TCP_PAWS_WINDOW).
+        r.on_data(Time::from_ms(140), &stamped(1, 99), &mut out);
+        assert_eq!(r.rcv_nxt, 3);
+        assert_eq!(r.paws_rejected, 1);
+        // TS.Recent never moves backwards.
+        assert_eq!(r.ts_recent, 100);
+        // A newer duplicate that ends before rcv_wup (3) does not move it
+        // either: Linux's `tcp_sequence` discards it before TS.Recent is set.
+        out.clear();
+        r.on_data(Time::from_ms(150), &stamped(0, 140), &mut out);
+        assert_eq!(r.ts_recent, 100);
+        assert!(acks(&out)[0].sack.dsack);
+        // The segment just below rcv_wup does.
+        r.on_data(Time::from_ms(160), &stamped(2, 150), &mut out);
+        assert_eq!(r.ts_recent, 150);
+    }
+
+    #[test]
+    fn paws_discarded_duplicate_is_dsacked_and_starts_quick_acks() {
+        let mut r = established();
+        let mut out = vec![];
+        for i in 0..4 {
+            r.on_data(Time::from_ms(10 + i as u64), &stamped(i, 50 + i), &mut out);
+        }
+        r.quick = 0;
+        out.clear();
+        r.on_data(Time::from_ms(30), &stamped(1, 20), &mut out);
+        assert_eq!((r.paws_rejected, r.duplicate_segments), (1, 1));
+        let a = acks(&out);
+        assert_eq!(a.len(), 1);
+        assert!(a[0].sack.dsack);
+        assert_eq!(a[0].sack.as_slice(), &[SeqRange::new(1, 2)]);
+        assert!(r.quick > 0, "tcp_send_dupack enters quick-ACK mode");
     }
 }

@@ -241,6 +241,7 @@ class _Run:
         # What the hosts did: the receiver's TCP segments out (its ACKs) and the
         # packets the sender handed its interface (super-packets with offloads).
         self.receiver_out_segs: list[int] = [0] * self.n
+        self.receiver_paws: list[int] = [0] * self.n
         self.sender_tx_packets: list[int] = [0] * self.n
         self.delay_stats: dict | None = None
         self.server_json: list[dict] = []
@@ -390,7 +391,9 @@ class _Run:
                 s.kill()
         for i in range(self.n):
             self.netstat_end[i] = self.net.netstat(self.net.sender(i))
-            self.receiver_out_segs[i] = self.net.netstat(self.net.receiver(i)).get("TcpOutSegs", 0)
+            receiver_stat = self.net.netstat(self.net.receiver(i))
+            self.receiver_out_segs[i] = receiver_stat.get("TcpOutSegs", 0)
+            self.receiver_paws[i] = receiver_stat.get("TcpExtPAWSEstab", 0)
             self.sender_tx_packets[i] = self.net.tx_packets(self.net.sender(i))
         self.final_tbf = self.net.tbf_stats()
         self.final_red = self.net.red_stats()
@@ -539,6 +542,7 @@ def build_record(run: _Run, backend: str = "linux", section: Callable[[list[floa
             "bytes_acked": last.get("bytes_acked", 0),
             "bytes_delivered": int(server_end.get("bytes", cum[-1])),
             "duplicate_segments": 0,
+            "paws_rejected": getattr(run, "receiver_paws", [0] * len(run.flows))[i],
             "drops": 0,
             "random_drops": 0,
             "ce_marks": 0,
