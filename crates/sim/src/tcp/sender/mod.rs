@@ -689,13 +689,15 @@ impl TcpSender {
         if self.tlp_high_seq.is_some() {
             self.process_tlp_ack(ack, flag);
         }
-        if flag & FLAG_SET_XMIT_TIMER != 0 {
-            self.set_xmit_timer();
-        }
-
         if self.ack_is_dubious(flag) {
             let num_dupack = if flag & (FLAG_SND_UNA_ADVANCED | FLAG_NOT_DUP) == 0 { 1 } else { 0 };
             self.fastretrans_alert(prior_snd_una, num_dupack, &mut flag, &mut rexmit);
+        }
+        // After the state machine (Linux 5.8+), so that a TLP is scheduled
+        // in the state the ACK left, and not at all when RACK just armed its
+        // reordering timer.
+        if flag & FLAG_SET_XMIT_TIMER != 0 {
+            self.set_xmit_timer();
         }
 
         let delivered = self.sock.delivered - prior_delivered;

@@ -10,7 +10,7 @@
 //! from `tcp_input.c` is the bridge from ACK processing.
 
 use crate::packet::{seq_after, seq_before};
-use super::super::scoreboard::{SegState, RETRANS, SACKED_RETRANS};
+use super::super::scoreboard::{SegState, EVER_RETRANS, RETRANS, SACKED_RETRANS};
 use super::super::ts_clock;
 use super::timer::XmitTimer;
 use super::{ConnState, Rexmit, TcpSender};
@@ -126,6 +126,22 @@ impl TcpSender {
 
     /// Linux `tcp_retransmit_skb` for one segment.
     pub(super) fn retransmit_one(&mut self, seq: u32, out: &mut Vec<Packet>) {
+        self.resend(seq, false, out);
+    }
+
+    /// A tail loss probe that retransmits `seq`: Linux sends it with
+    /// `__tcp_retransmit_skb` alone, not `tcp_retransmit_skb`, so the segment
+    /// is marked ever-retransmitted but does not count in `retrans_out` (nor
+    /// start the undo state): an RTO that follows marks it lost like any
+    /// other, and it is retransmitted again, not taken for a retransmission
+    /// still in flight.
+    pub(super) fn retransmit_probe(&mut self, seq: u32, out: &mut Vec<Packet>) {
+        self.board.split_before(seq);
+        self.board.split_before(seq + 1);
+        self.resend(seq, true, out);
+    }
+
+    fn resend(&mut self, seq: u32, probe: bool, out: &mut Vec<Packet>) {
         let now = self.now_us();
         // Linux `tcp_event_data_sent` runs for retransmissions too, before they
         // count as in flight: the first one after an RTO (everything marked
@@ -136,7 +152,9 @@ impl TcpSender {
         {
             let seg = self.board.get_mut(seq);
             seg.xmit_us = now;
-            if seg.sacked & SACKED_RETRANS == 0 {
+            if probe {
+                seg.sacked |= EVER_RETRANS;
+            } else if seg.sacked & SACKED_RETRANS == 0 {
                 seg.sacked |= RETRANS;
                 self.sock.retrans_out += 1;
             } else {
@@ -146,13 +164,15 @@ impl TcpSender {
         self.board.ts_append(seq);
         let in_flight = self.in_flight();
         self.rate.skb_sent(&mut self.sock, self.board.get_mut(seq), in_flight);
-        if self.rec.retrans_stamp == 0 {
-            self.rec.retrans_stamp = ts_clock(self.sock.now);
+        if !probe {
+            if self.rec.retrans_stamp == 0 {
+                self.rec.retrans_stamp = ts_clock(self.sock.now);
+            }
+            if self.rec.undo_retrans < 0 {
+                self.rec.undo_retrans = 0;
+            }
+            self.rec.undo_retrans += 1;
         }
-        if self.rec.undo_retrans < 0 {
-            self.rec.undo_retrans = 0;
-        }
-        self.rec.undo_retrans += 1;
         self.total_retrans += 1;
         self.counters.retransmissions += 1;
         self.emit(seq, true, out);

@@ -13,7 +13,7 @@
 //! sender's side (arming the REO timer, starting recovery from it) is here too.
 
 use crate::packet::{sent_after, seq_before};
-use super::super::scoreboard::{Scoreboard, LOST, RETRANS};
+use super::super::scoreboard::{Scoreboard, LOST, RETRANS, SACKED_RETRANS};
 use super::{mark_skb_lost, TcpSender, XmitTimer};
 use crate::cc::{CaState, RateSample, TcpSock};
 use crate::packet::Packet;
@@ -108,14 +108,23 @@ impl Rack {
         let mut cur = board.ts_first();
         while let Some(seq) = cur {
             let next = board.ts_next(seq);
-            let xmit_us = board.get(seq).xmit_us;
-            // Lost-but-not-retransmitted segments are never linked here.
+            let seg = board.get(seq);
+            let xmit_us = seg.xmit_us;
+            // Marked lost (by an RTO) but not retransmitted yet: skipped.
+            if seg.sacked & LOST != 0 && seg.sacked & SACKED_RETRANS == 0 {
+                cur = next;
+                continue;
+            }
             if !sent_after(self.mstamp, xmit_us, self.end_seq, seq + 1) {
                 break;
             }
             let remaining = self.skb_timeout(xmit_us, reo_wnd, now_us);
             if remaining <= 0 {
+                // Out of the time order until it is retransmitted: a later
+                // undo clears the mark but does not put it back, so RACK
+                // cannot find it again (only the RTO can).
                 mark_skb_lost(board, sock, seq);
+                board.ts_unlink(seq);
             } else {
                 reo_timeout = reo_timeout.max(remaining as u32);
             }
@@ -230,7 +239,7 @@ mod tests {
 
     use super::super::testing::*;
     use super::super::XmitTimer::{LossProbe, ReoTimeout, Retrans};
-    use crate::cc::CaState::{Disorder, Open, Recovery};
+    use crate::cc::CaState::{Disorder, Loss, Open, Recovery};
     use crate::cc::INFINITE_SSTHRESH;
 
     /// tcp_rack_detect_loss with reo_wnd = 0 once sacked_out reaches
@@ -427,5 +436,44 @@ mod tests {
         ack!(h, 0, sack = [(1, 13)]);
         expect_tx!(h, 0 rtx, 16);
         check!(h, lost = 2);
+    }
+
+    /// A segment RACK marked lost leaves the time-ordered list until it is
+    /// retransmitted (`tcp_rack_detect_loss`: `list_del_init`). An undo that
+    /// clears its mark before the retransmission (`tcp_undo_cwnd_reduction`)
+    /// does not put it back, so RACK cannot find it again: only the RTO
+    /// retransmits it. (Seen on the kernel under heavy reordering: holes left
+    /// this way end in timeouts, docs/fidelity.md.)
+    #[test]
+    fn a_loss_undone_before_its_retransmission_waits_for_the_rto() {
+        let mut h = started();
+        h.at(200);
+        ack!(h, 0, sack = [(1, 2)]);
+        expect_tx!(h, 10);
+        h.at(201);
+        ack!(h, 0, sack = [(3, 4), (1, 2)]);
+        expect_tx!(h, 11);
+        h.at(202);
+        ack!(h, 0, sack = [(3, 5), (1, 2)]);
+        expect_tx!(h, 0 rtx);
+        check!(h, ca = Recovery, lost_out = 2, retrans_out = 1);
+        // The original of 0 arrives late and its ACK echoes its timestamp:
+        // partial undo, the marks cleared; 2 was never retransmitted.
+        h.at(203);
+        let ts = h.ts_first(0);
+        ack!(h, 2, sack = [(3, 5)], tsecr = ts);
+        check!(h, undos = 1, lost_out = 0, retrans_out = 0);
+        h.drain();
+        // Later segments are SACKed long after 2 was sent: RACK no longer sees it.
+        for t in 204..208 {
+            h.at(t);
+            ack!(h, 2, sack = [(3, 5 + (t - 203) as u32)]);
+            h.drain();
+        }
+        check!(h, lost_out = 0, retrans_out = 0);
+        assert_eq!(h.probe().timer.map(|t| t.0), Some(Retrans));
+        h.fire_timer();
+        expect_tx!(h, 2 rtx);
+        check!(h, ca = Loss, rtos = 1);
     }
 }

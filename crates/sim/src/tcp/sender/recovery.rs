@@ -21,7 +21,7 @@ use super::super::scoreboard::{Scoreboard, LOST, SACKED_ACKED, SACKED_RETRANS};
 use super::rack::RACK_RECOVERY_THRESH;
 use super::{
     tsopt_ecr_before, Rexmit, TcpSender, FLAG_DATA_SACKED, FLAG_DSACK_TLP, FLAG_ECE, FLAG_LOST_RETRANS, FLAG_NOT_DUP,
-    FLAG_ORIG_SACK_ACKED, FLAG_SND_UNA_ADVANCED, MAX_REORDERING,
+    FLAG_ORIG_SACK_ACKED, FLAG_SET_XMIT_TIMER, FLAG_SND_UNA_ADVANCED, MAX_REORDERING,
 };
 use super::rate::tx_in_flight_after_send;
 use crate::cc::{CaEvent, CaState, LostSkb, TcpSock, INFINITE_SSTHRESH};
@@ -130,7 +130,6 @@ pub(super) fn mark_skb_lost(board: &mut Scoreboard, sock: &mut TcpSock, seq: u32
             }
         }
     }
-    board.ts_unlink(seq);
 }
 
 impl TcpSender {
@@ -202,7 +201,9 @@ impl TcpSender {
             self.newreno_mark_lost(*flag & FLAG_SND_UNA_ADVANCED != 0);
         } else {
             let prior_retrans = self.sock.retrans_out;
-            self.rack_mark_lost();
+            if self.rack_mark_lost() {
+                *flag &= !FLAG_SET_XMIT_TIMER;
+            }
             if prior_retrans > self.sock.retrans_out {
                 *flag |= FLAG_LOST_RETRANS;
             }
@@ -219,7 +220,6 @@ impl TcpSender {
             }
             self.sock.lost_out = 0;
             self.board.clear_retransmit_queue();
-            self.relink_unsacked();
         }
         if self.rec.prior_ssthresh != 0 {
             self.sock.cwnd = self.cc.undo_cwnd(&mut self.sock).max(1);
@@ -233,20 +233,6 @@ impl TcpSender {
         self.rec.undo_marker = None;
         self.rack.advanced = true;
         self.counters.undos += 1;
-    }
-
-    /// After unmarking losses, segments in flight rejoin the time-ordered list.
-    fn relink_unsacked(&mut self) {
-        let mut v: Vec<(u64, u32)> = self
-            .board
-            .iter_seqs()
-            .filter(|&s| self.board.get(s).sacked & SACKED_ACKED == 0)
-            .map(|s| (self.board.get(s).xmit_us, s))
-            .collect();
-        v.sort_unstable();
-        for (_, s) in v {
-            self.board.ts_append(s);
-        }
     }
 
     /// Linux `tcp_try_undo_recovery`: at the end of Recovery or Loss, undo if the
@@ -295,7 +281,9 @@ impl TcpSender {
     }
 
     /// Linux `tcp_try_undo_partial`: a partial ACK in Recovery for an original
-    /// that was only delayed.
+    /// that was only delayed. True (hold the state, retransmit nothing more)
+    /// while a retransmission is still out; after an undo false, so that the
+    /// caller goes on to look for loss (current Linux).
     fn try_undo_partial(&mut self, prior_snd_una: u32) -> bool {
         if self.rec.undo_marker.is_some() && self.rec.packet_delayed(self.rcv_tsecr) {
             self.check_sack_reordering(prior_snd_una, true);
@@ -307,7 +295,6 @@ impl TcpSender {
             }
             self.undo_cwnd_reduction(true);
             self.try_keep_open();
-            return true;
         }
         false
     }
@@ -457,9 +444,16 @@ impl TcpSender {
                 }
                 if self.try_undo_dsack() {
                     self.try_keep_open();
-                    return;
                 }
                 self.identify_packet_loss(flag);
+                // An undo left Recovery; if loss is evident all the same
+                // (reordering, then a loss), a new recovery starts at once.
+                if self.sock.ca_state != CaState::Recovery {
+                    if !self.time_to_recover() {
+                        return;
+                    }
+                    self.enter_recovery(ece_ack);
+                }
             }
             CaState::Loss => {
                 self.process_loss(*flag, num_dupack, rexmit);
@@ -725,6 +719,32 @@ mod tests {
         let ts = h.ts_first(2);
         ack!(h, 7, tsecr = ts);
         check!(h, undos = 1, ssthresh = INFINITE_SSTHRESH, undo_marker = None);
+        h.drain();
+    }
+
+    /// Current Linux (`tcp_fastretrans_alert`, Recovery): a partial undo
+    /// does not end the ACK's processing; if the same ACK proves another
+    /// loss, a new recovery starts at once ("reordering, then loss").
+    #[test]
+    fn a_partial_undo_that_finds_loss_starts_a_new_recovery_at_once() {
+        let mut h = started();
+        h.at(200);
+        ack!(h, 0, sack = [(1, 2)]);
+        expect_tx!(h, 10);
+        h.at(201);
+        ack!(h, 0, sack = [(3, 4), (1, 2)]);
+        expect_tx!(h, 11);
+        h.at(202);
+        ack!(h, 0, sack = [(3, 5), (1, 2)]);
+        expect_tx!(h, 0 rtx);
+        check!(h, ca = Recovery, recoveries = 1);
+        // The original of 0 arrives late (its timestamp echoed), and with it
+        // the news that 10, sent at 200 ms, arrived: 5-9, sent at 0, are lost.
+        h.at(203);
+        let ts = h.ts_first(0);
+        ack!(h, 2, sack = [(10, 11), (3, 5)], tsecr = ts);
+        check!(h, undos = 1, ca = Recovery, recoveries = 2);
+        check!(h, lost_out = 5);
         h.drain();
     }
 

@@ -120,8 +120,7 @@ impl TcpSender {
                 let s = self.board.get(last).sacked;
                 if s & SACKED_ACKED == 0 {
                     // The probe is the last segment, split off its skb.
-                    self.board.split_before(last);
-                    self.retransmit_skb(last, 1, out);
+                    self.retransmit_probe(last, out);
                     self.tlp_retrans = true;
                     probe_sent = true;
                 }
@@ -367,7 +366,8 @@ mod tests {
         expect_tx!(h, 0..10);
         assert_eq!(h.fire_timer(), (304, Some(LossProbe)));
         expect_tx!(h, 9 rtx);
-        check!(h, tlps = 1, tlp_high_seq = Some(10), retrans_out = 1, timer = Some((Retrans, 604)), ca = Open);
+        // Sent by `__tcp_retransmit_skb` alone: not counted in retrans_out.
+        check!(h, tlps = 1, tlp_high_seq = Some(10), retrans_out = 0, timer = Some((Retrans, 604)), ca = Open);
     }
 
     /// The probe was a duplicate: a D-SACK of exactly the probed segment
