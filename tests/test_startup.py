@@ -151,6 +151,7 @@ def _pandas_flows(r):
                 "segments_sent": c["segments_sent"],
                 "skbs_sent": c.get("skbs_sent", 0),
                 "acks_sent": c.get("acks_sent", 0),
+                "paws_rejected": c.get("paws_rejected", 0),
                 "bytes_sent": c["bytes_sent"],
                 "bytes_delivered": c["bytes_delivered"],
                 "window_retransmissions": c["retransmissions"] - c["retrans_at_window_start"],
