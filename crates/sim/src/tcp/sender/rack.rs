@@ -307,16 +307,7 @@ mod tests {
     /// retransmitted lowest first, as far as PRR allows.
     #[test]
     fn rack_marks_every_earlier_sent_hole_in_one_pass() {
-        let mut h = started();
-        h.at(200);
-        ack!(h, 0, sack = [(1, 2)]);
-        expect_tx!(h, 10);
-        h.at(201);
-        ack!(h, 0, sack = [(3, 4), (1, 2)]);
-        expect_tx!(h, 11);
-        h.at(202);
-        ack!(h, 0, sack = [(3, 5), (1, 2)]);
-        expect_tx!(h, 0 rtx);
+        let mut h = first_hole_retransmitted();
         check!(h, ca = Recovery, lost_out = 2, sacked_out = 3);
         // PRR: ceil(5 * 2 / 10) - 1 = 0, then ceil(5 * 3 / 10) - 1 = 1.
         h.at(203);
@@ -446,16 +437,7 @@ mod tests {
     /// this way end in timeouts, docs/fidelity.md.)
     #[test]
     fn a_loss_undone_before_its_retransmission_waits_for_the_rto() {
-        let mut h = started();
-        h.at(200);
-        ack!(h, 0, sack = [(1, 2)]);
-        expect_tx!(h, 10);
-        h.at(201);
-        ack!(h, 0, sack = [(3, 4), (1, 2)]);
-        expect_tx!(h, 11);
-        h.at(202);
-        ack!(h, 0, sack = [(3, 5), (1, 2)]);
-        expect_tx!(h, 0 rtx);
+        let mut h = first_hole_retransmitted();
         check!(h, ca = Recovery, lost_out = 2, retrans_out = 1);
         // The original of 0 arrives late and its ACK echoes its timestamp:
         // partial undo, the marks cleared; 2 was never retransmitted.

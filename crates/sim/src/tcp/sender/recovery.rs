@@ -727,16 +727,7 @@ mod tests {
     /// loss, a new recovery starts at once ("reordering, then loss").
     #[test]
     fn a_partial_undo_that_finds_loss_starts_a_new_recovery_at_once() {
-        let mut h = started();
-        h.at(200);
-        ack!(h, 0, sack = [(1, 2)]);
-        expect_tx!(h, 10);
-        h.at(201);
-        ack!(h, 0, sack = [(3, 4), (1, 2)]);
-        expect_tx!(h, 11);
-        h.at(202);
-        ack!(h, 0, sack = [(3, 5), (1, 2)]);
-        expect_tx!(h, 0 rtx);
+        let mut h = first_hole_retransmitted();
         check!(h, ca = Recovery, recoveries = 1);
         // The original of 0 arrives late (its timestamp echoed), and with it
         // the news that 10, sent at 200 ms, arrived: 5-9, sent at 0, are lost.

@@ -512,8 +512,9 @@ pub fn fast_retransmit_of_0() -> Harness {
     h
 }
 
-/// Segments 0 and 2 lost (1, 3.. SACKed): both retransmitted by 205 ms.
-pub fn two_holes_retransmitted() -> Harness {
+/// Segments 0 and 2 lost (1, 3 and 4 SACKed): RACK marks both at 202 ms,
+/// PRR lets 0 be retransmitted; 2 waits.
+pub fn first_hole_retransmitted() -> Harness {
     let mut h = started();
     h.at(200);
     ack!(h, 0, sack = [(1, 2)]);
@@ -524,6 +525,12 @@ pub fn two_holes_retransmitted() -> Harness {
     h.at(202);
     ack!(h, 0, sack = [(3, 5), (1, 2)]);
     expect_tx!(h, 0 rtx);
+    h
+}
+
+/// Segments 0 and 2 lost (1, 3.. SACKed): both retransmitted by 205 ms.
+pub fn two_holes_retransmitted() -> Harness {
+    let mut h = first_hole_retransmitted();
     h.at(204);
     ack!(h, 0, sack = [(3, 6), (1, 2)]);
     h.at(205);
