@@ -139,6 +139,7 @@ def _pandas_flows(r):
                 "rtt_ms": f["rtt_ns"] / 1e6,
                 "mss": int(engine_flows[i].get("tcp", {}).get("mss", DEFAULT_MSS)) if i < len(engine_flows) else DEFAULT_MSS,
                 "start_s": f["start_ns"] / 1e9,
+                "data_start_s": c["first_data_ns"] / 1e9 if c.get("first_data_ns") else np.nan,
                 "throughput_mbps": thr,
                 "mean_cwnd": float(in_window.cwnd.mean()) if len(in_window) else np.nan,
                 "mean_srtt_ms": float(in_window.srtt_ms.mean()) if len(in_window) else np.nan,

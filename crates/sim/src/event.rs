@@ -39,8 +39,8 @@ pub enum Event {
     FlowStart(u32),
     /// Flow `0`'s application stops writing.
     FlowStop(u32),
-    /// Flow `0`'s application begins writing (after a tool's start-up exchange).
-    AppRelease(u32),
+    /// The retransmission timer of flow `0`'s start-up exchange may be due.
+    StartupTimer(u32),
     /// Take a time-series sample of every flow and the bottleneck.
     Sample,
     /// Snapshot counters at the start of the measurement window.

@@ -176,6 +176,9 @@ pub enum Payload {
     SynAck { tsecr: u32 },
     /// An unresponsive datagram (UDP source); `seq` numbers them for accounting.
     Datagram { seq: u32 },
+    /// A message of a tool's start-up exchange (`traffic::iperf3::Message`
+    /// by index), travelling the flow's routes beside its data connection.
+    Control { message: u8 },
 }
 
 /// A packet in flight. Small and `Copy`: the engine moves packets by value.

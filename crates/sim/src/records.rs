@@ -48,6 +48,9 @@ pub struct FlowCounters {
     pub ce_marks: u64,
     /// Connection open time (SYN sent), ns; u64::MAX if never started.
     pub start_ns: u64,
+    /// When the first data segment left, ns (0: none): after the handshake,
+    /// and after a tool's start-up exchange (`startup = "iperf3"`).
+    pub first_data_ns: u64,
     /// Time the last byte of a finite transfer was acknowledged, ns (0: not finished).
     pub completion_ns: u64,
     /// Bytes delivered at the start of the measurement window.

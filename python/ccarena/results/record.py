@@ -49,6 +49,7 @@ class FlowCounters(TypedDict):
     random_drops: int
     ce_marks: int
     start_ns: int
+    first_data_ns: int  # 0: no data sent, or a backend that does not see it
     completion_ns: int  # 0: not finished
     delivered_at_window_start: int
     delivered_at_window_end: int
@@ -206,6 +207,7 @@ def normalise(record: dict) -> RunRecord:
             f["counters"].setdefault("skbs_sent", 0)
             f["counters"].setdefault("acks_sent", 0)
             f["counters"].setdefault("paws_rejected", 0)
+            f["counters"].setdefault("first_data_ns", 0)
     for key in ("reverse_link", "reverse_queue_series"):
         record.setdefault(key, None)
     for key in ("udp", "udp_series", "web", "short_flows", "invariant_violations"):

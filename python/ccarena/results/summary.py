@@ -137,6 +137,7 @@ def flow_rows(scenario: Any, record: dict) -> list[dict[str, Any]]:
                 "rtt_ms": f["rtt_ns"] / 1e6,
                 "mss": int(engine_flows[i].get("tcp", {}).get("mss", DEFAULT_MSS)) if i < len(engine_flows) else DEFAULT_MSS,
                 "start_s": f["start_ns"] / 1e9,
+                "data_start_s": c["first_data_ns"] / 1e9 if c.get("first_data_ns") else NAN,
                 "throughput_mbps": thr,
                 "mean_cwnd": mean_cwnd,
                 "mean_srtt_ms": mean_srtt,

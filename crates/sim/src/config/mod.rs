@@ -194,11 +194,12 @@ pub enum Startup {
     #[default]
     Immediate,
     /// As an iperf3 client (3.x) starts a test launched at the flow's start:
-    /// three round trips on the control connection (its handshake, cookie and
-    /// PARAM_EXCHANGE, parameters and CREATE_STREAMS), then the data
-    /// connection's handshake, then one more round trip (the data
-    /// connection's cookie, TEST_START and TEST_RUNNING) before the first data
-    /// segment: five RTTs after the launch (measured: 5.1 RTTs, docs/fidelity.md).
+    /// its control connection's handshake, cookie and PARAM_EXCHANGE,
+    /// parameters and CREATE_STREAMS, then the data connection's handshake,
+    /// its cookie and TEST_START/TEST_RUNNING, then data: five round trips
+    /// on an idle path (measured: 5.1-5.4 RTTs, docs/fidelity.md). The
+    /// messages are packets on the flow's path, so they queue and may be
+    /// dropped like any other (traffic/iperf3.rs).
     Iperf3,
 }
 
@@ -206,22 +207,7 @@ impl Startup {
     pub fn is_immediate(&self) -> bool {
         *self == Startup::Immediate
     }
-
-    /// Round trips of the control connection before the data connection's
-    /// SYN, and after its SYN-ACK before the application writes.
-    pub fn round_trips(self) -> (u64, u64) {
-        match self {
-            Startup::Immediate => (0, 0),
-            Startup::Iperf3 => (IPERF3_ROUND_TRIPS_BEFORE_SYN, 1),
-        }
-    }
 }
-
-/// iperf3's control exchange before the data connection opens: the control
-/// connection's handshake, the cookie answered by PARAM_EXCHANGE, the
-/// parameters answered by CREATE_STREAMS (iperf 3.x client and server state
-/// machines; measured on the kernel with tools/iperf3_startup.py).
-pub const IPERF3_ROUND_TRIPS_BEFORE_SYN: u64 = 3;
 
 /// A flow's two-way propagation delay: fixed (a number of nanoseconds in
 /// JSON), or drawn from a distribution (a `Dist` table) when the run is built;

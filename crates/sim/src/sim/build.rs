@@ -7,7 +7,7 @@
 
 use super::{route, DelayedLeg, Flow, Hop, Route, Simulation, UdpFlow, WebRoutes, WebSlot, WebSource};
 use crate::cc::{make_cca, CcaFactory, CongestionControl};
-use crate::config::{ConfigError, SimConfig};
+use crate::config::{ConfigError, SimConfig, Startup};
 use crate::event::{Event, EventQueue};
 use crate::host::rx::RxBatcher;
 use crate::host::tso::WriteQueue;
@@ -23,6 +23,7 @@ use crate::rng::Rng;
 use crate::tcp::receiver::TcpReceiver;
 use crate::tcp::sender::TcpSender;
 use crate::tcp::TcpConfig;
+use crate::traffic::iperf3::Iperf3Exchange;
 use crate::traffic::udp::UdpSchedule;
 use crate::traffic::web::{WebArrival, WebGenerator};
 use crate::traffic::Direction;
@@ -250,26 +251,20 @@ impl Simulation {
             let fwd = topo.data_route(f.direction, data_delay, jitter, Hop::Receiver);
             let rev = topo.ack_route(f.direction, ack_delay);
             let flow_seed = Rng::stream(seed, &format!("cca-{id}")).next_u64();
-            let (mut sender, receiver) = endpoints(id, &f.tcp, cc, f.size, flow_seed, &cfg.hosts);
+            let (sender, receiver) = endpoints(id, &f.tcp, cc, f.size, flow_seed, &cfg.hosts);
             routes.push([route(&fwd), route(&rev)]);
             let window = (start.max(warmup), f.stop.map_or(end, |s| s.min(end)));
             let path_rtt = rtts[i] + f.data_delay;
-            // A tool's control exchange (iperf3's) before the data connection
-            // opens and after it is established: round trips over the flow's
-            // path at its propagation delay (docs/scenario.md "startup").
-            let (before_syn, after_synack) = f.startup.round_trips();
-            let syn_at = start + Dur(path_rtt.0 * before_syn);
-            if after_synack > 0 {
-                sender.hold_app();
-                // The SYN-ACK arrives one RTT after the SYN; the release comes
-                // `after_synack` round trips later (a lost SYN delays the
-                // handshake, and data then starts with its SYN-ACK).
-                events.schedule(syn_at + Dur(path_rtt.0 * (1 + after_synack)), Event::AppRelease(id));
-            }
             let mut flow = Flow::new(sender, receiver, start, path_rtt, window, 0, None);
+            if f.startup == Startup::Iperf3 {
+                // The tool's exchange runs over the flow's routes from `start`
+                // and opens the data connection (traffic/iperf3.rs).
+                flow.sender.hold_app();
+                flow.startup = Some(Box::new(Iperf3Exchange::new(f.tcp.hz)));
+            }
             flow.rx = rx_batcher(&cfg.hosts, seed, &format!("rx-hold-{i}"));
             flows.push(flow);
-            events.schedule(syn_at, Event::FlowStart(id));
+            events.schedule(start, Event::FlowStart(id));
             if let Some(stop) = f.stop {
                 if stop <= end {
                     events.schedule(stop, Event::FlowStop(id));

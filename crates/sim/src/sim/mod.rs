@@ -29,6 +29,7 @@ use crate::records::{FlowSeries, QueueSeries, ShortFlowRecord, UdpSeries};
 use crate::rng::Rng;
 use crate::tcp::receiver::TcpReceiver;
 use crate::tcp::sender::TcpSender;
+use crate::traffic::iperf3::{Iperf3Exchange, Message, Step};
 use crate::traffic::udp::UdpSchedule;
 use crate::traffic::web::WebGenerator;
 use crate::units::{Dur, Rate, Time};
@@ -90,6 +91,9 @@ struct Flow {
     /// Segments of a super-packet a Linux router forwarded whole, until all
     /// have arrived: the receiver gets them as one skb.
     skb: Vec<Packet>,
+    /// The tool's start-up exchange until the application writes
+    /// (`startup = "iperf3"`).
+    startup: Option<Box<Iperf3Exchange>>,
 }
 
 impl Flow {
@@ -114,6 +118,7 @@ impl Flow {
             web,
             rx: None,
             skb: Vec::new(),
+            startup: None,
         }
     }
 }
@@ -309,14 +314,18 @@ impl Simulation {
                 self.sync_timers(flow);
             }
             Event::FlowStart(id) => {
-                self.flows[id as usize].sender.connect(now, &mut self.out);
-                self.flush_out(id, false);
-                self.sync_timers(id);
+                if let Some(x) = &mut self.flows[id as usize].startup {
+                    let first = x.launch(now);
+                    self.send_control(id, first);
+                } else {
+                    self.open_data_connection(id);
+                }
             }
-            Event::AppRelease(id) => {
-                self.flows[id as usize].sender.release_app(now, &mut self.out);
-                self.flush_out(id, false);
-                self.sync_timers(id);
+            Event::StartupTimer(id) => {
+                let resend = self.flows[id as usize].startup.as_mut().and_then(|x| x.on_timer(now));
+                if let Some(m) = resend {
+                    self.send_control(id, m);
+                }
             }
             Event::FlowStop(id) => {
                 let f = &mut self.flows[id as usize];
@@ -419,6 +428,10 @@ impl Simulation {
                 if pkt.epoch != f.epoch {
                     return;
                 }
+                if let Payload::Control { message } = pkt.payload {
+                    self.control_arrived(pkt.flow, message);
+                    return;
+                }
                 // A bundle reaches the receiver as its segments, in order.
                 if let Some(rx) = &mut f.rx {
                     for i in 0..pkt.segs() {
@@ -453,9 +466,16 @@ impl Simulation {
                 if pkt.epoch != f.epoch {
                     return;
                 }
+                if let Payload::Control { message } = pkt.payload {
+                    self.control_arrived(pkt.flow, message);
+                    return;
+                }
                 f.sender.on_packet(now, &pkt, &mut self.out);
                 self.flush_out(pkt.flow, false);
                 self.sync_timers(pkt.flow);
+                if matches!(pkt.payload, Payload::SynAck { .. }) {
+                    self.data_connection_established(pkt.flow);
+                }
                 let f = &self.flows[pkt.flow as usize];
                 if f.web.is_some() && f.sender.counters.completion_ns != 0 {
                     self.retire_web_flow(pkt.flow);
@@ -466,6 +486,63 @@ impl Simulation {
                 u.received_packets += 1;
                 u.received_bytes += pkt.wire_bytes as u64;
             }
+        }
+    }
+
+    /// Opens flow `id`'s data connection (its SYN).
+    fn open_data_connection(&mut self, id: u32) {
+        self.flows[id as usize].sender.connect(self.now, &mut self.out);
+        self.flush_out(id, false);
+        self.sync_timers(id);
+    }
+
+    /// Puts a message of flow `id`'s start-up exchange on its route (the
+    /// data route from the client, the ACK route from the server) and arms
+    /// the exchange's timer.
+    fn send_control(&mut self, id: u32, message: Message) {
+        let f = &self.flows[id as usize];
+        let pkt = Packet {
+            flow: id,
+            wire_bytes: message.wire_bytes(),
+            reverse: !message.from_client(),
+            hop: 0,
+            epoch: f.epoch,
+            payload: Payload::Control { message: message.index() },
+        };
+        if let Some(t) = f.startup.as_ref().and_then(|x| x.deadline()) {
+            self.events.schedule(t, Event::StartupTimer(id));
+        }
+        self.enter(pkt);
+    }
+
+    /// A start-up message reached its end of flow `id`'s path.
+    fn control_arrived(&mut self, id: u32, index: u8) {
+        let now = self.now;
+        let Some(message) = Message::from_index(index) else { return };
+        let Some(x) = self.flows[id as usize].startup.as_mut() else { return };
+        match x.arrived(now, message) {
+            Some(Step::Send(answer)) => self.send_control(id, answer),
+            Some(Step::OpenData) => self.open_data_connection(id),
+            Some(Step::Release) => {
+                let f = &mut self.flows[id as usize];
+                f.startup = None;
+                f.sender.release_app(now, &mut self.out);
+                self.flush_out(id, false);
+                self.sync_timers(id);
+            }
+            None => {}
+        }
+    }
+
+    /// A SYN-ACK reached flow `id`'s sender: if its tool was waiting for the
+    /// data connection, the connection's cookie follows.
+    fn data_connection_established(&mut self, id: u32) {
+        let now = self.now;
+        let f = &mut self.flows[id as usize];
+        let Some(x) = f.startup.as_mut() else { return };
+        if x.awaiting_data() && f.sender.is_established() {
+            let cookie = x.data_established(now, f.sender.srtt_us(), f.sender.rto_us());
+            self.send_control(id, cookie);
         }
     }
 

@@ -5,6 +5,7 @@
 //! with `background` set. This module decides *when* packets or flows appear;
 //! the simulation moves them.
 
+pub mod iperf3;
 pub mod udp;
 pub mod web;
 

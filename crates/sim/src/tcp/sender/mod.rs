@@ -411,6 +411,11 @@ impl TcpSender {
         self.rtt.srtt_us()
     }
 
+    /// The handshake has completed.
+    pub fn is_established(&self) -> bool {
+        self.state == ConnState::Established
+    }
+
     // ------------------------------------------------------------------
     // Connection set-up
     // ------------------------------------------------------------------

@@ -206,6 +206,9 @@ impl TcpSender {
         };
         let pkt = Packet::data(self.flow, seg);
         self.counters.segments_sent += 1;
+        if self.counters.first_data_ns == 0 {
+            self.counters.first_data_ns = self.sock.now.0;
+        }
         if self.skb_bytes.is_none() {
             self.counters.skbs_sent += 1;
         }
