@@ -288,6 +288,12 @@ def test_ci_short_run_reno_and_cubic(tmp_path):
         assert 39.5 < s["min_rtt_us"][-1] / 1000 < 41.0, s["min_rtt_us"][-1]
         assert len(s["t_ns"]) == 100
     assert rec["link"]["drops_queue"] > 0
+    # How slow start ended, from the sender namespaces' HyStart counters:
+    # Reno has no HyStart; CUBIC's exits, if any, carry their cwnd.
+    reno, cubic = (fl["counters"] for fl in rec["flows"])
+    assert reno["hystart_train"] == reno["hystart_delay"] == reno["hystart_train_cwnd"] == 0
+    for kind in ("train", "delay"):
+        assert (cubic[f"hystart_{kind}"] > 0) == (cubic[f"hystart_{kind}_cwnd"] >= 16 * cubic[f"hystart_{kind}"] > 0)
     assert not _dead_owners() and not _stray_helpers()
     # The saved result loads back and has the simulator's tables.
     import ccarena

@@ -153,6 +153,8 @@ def _pandas_flows(r):
                 "skbs_sent": c.get("skbs_sent", 0),
                 "acks_sent": c.get("acks_sent", 0),
                 "paws_rejected": c.get("paws_rejected", 0),
+                "hystart_train_cwnd": c["hystart_train_cwnd"] / c["hystart_train"] if c.get("hystart_train") else np.nan,
+                "hystart_delay_cwnd": c["hystart_delay_cwnd"] / c["hystart_delay"] if c.get("hystart_delay") else np.nan,
                 "bytes_sent": c["bytes_sent"],
                 "bytes_delivered": c["bytes_delivered"],
                 "window_retransmissions": c["retransmissions"] - c["retrans_at_window_start"],

@@ -40,6 +40,13 @@ pub struct FlowCounters {
     /// Data segments the receiver discarded by PAWS (timestamp older than
     /// TS.Recent; Linux's PAWSEstab counter).
     pub paws_rejected: u64,
+    /// Slow-start exits by HyStart's ACK-train signal, and the sum of cwnd
+    /// at them (Linux `TCPHystartTrainDetect`, `TCPHystartTrainCwnd`).
+    pub hystart_train: u64,
+    pub hystart_train_cwnd: u64,
+    /// The same for the delay-increase signal (`TCPHystartDelayDetect`, `...Cwnd`).
+    pub hystart_delay: u64,
+    pub hystart_delay_cwnd: u64,
     /// Data packets of this flow dropped at a bottleneck (queue, AQM or random loss).
     pub drops: u64,
     /// Of `drops`, those from random (non-congestion) loss.

@@ -45,6 +45,10 @@ class FlowCounters(TypedDict):
     bytes_delivered: int
     duplicate_segments: int
     paws_rejected: int  # 0 in records made before it was counted
+    hystart_train: int  # slow-start exits by HyStart's ACK train (Linux TCPHystartTrainDetect)
+    hystart_train_cwnd: int  # sum of cwnd at them (TCPHystartTrainCwnd)
+    hystart_delay: int  # ... by its delay signal (TCPHystartDelayDetect)
+    hystart_delay_cwnd: int  # (TCPHystartDelayCwnd); all 0 in records made before 2026-11-26
     drops: int
     random_drops: int
     ce_marks: int
@@ -208,6 +212,8 @@ def normalise(record: dict) -> RunRecord:
             f["counters"].setdefault("acks_sent", 0)
             f["counters"].setdefault("paws_rejected", 0)
             f["counters"].setdefault("first_data_ns", 0)
+            for key in ("hystart_train", "hystart_train_cwnd", "hystart_delay", "hystart_delay_cwnd"):
+                f["counters"].setdefault(key, 0)
     for key in ("reverse_link", "reverse_queue_series"):
         record.setdefault(key, None)
     for key in ("udp", "udp_series", "web", "short_flows", "invariant_violations"):

@@ -263,6 +263,8 @@ impl Cubic {
                 }
                 if (now.wrapping_sub(self.round_start) as i32) > threshold as i32 {
                     self.found = true;
+                    tp.hystart.train_detect += 1;
+                    tp.hystart.train_cwnd += tp.cwnd as u64;
                     tp.ssthresh = tp.cwnd;
                 }
             }
@@ -277,6 +279,8 @@ impl Cubic {
                 let thresh = (self.delay_min >> 3).clamp(HYSTART_DELAY_MIN_US, HYSTART_DELAY_MAX_US);
                 if self.curr_rtt > self.delay_min + thresh {
                     self.found = true;
+                    tp.hystart.delay_detect += 1;
+                    tp.hystart.delay_cwnd += tp.cwnd as u64;
                     tp.ssthresh = tp.cwnd;
                 }
             }
@@ -394,6 +398,7 @@ impl CongestionControl for Cubic {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cc::HystartStats;
 
     #[test]
     fn derived_constants_match_linux() {
@@ -417,6 +422,52 @@ mod tests {
 
     fn ca_sock(cwnd: u32) -> TcpSock {
         crate::cc::test_sock(1000, cwnd, 2)
+    }
+
+    /// A socket in its first slow start, sampled at `mstamp_us`.
+    fn slow_start_sock(cwnd: u32) -> TcpSock {
+        TcpSock::new(1448, 250, cwnd)
+    }
+
+    fn ack(c: &mut Cubic, tp: &mut TcpSock, at_us: u64, rtt_us: i64) {
+        tp.mstamp_us = at_us;
+        c.pkts_acked(tp, &AckSample { pkts_acked: 2, rtt_us, in_flight: tp.cwnd });
+    }
+
+    #[test]
+    fn hystart_delay_exit_ends_slow_start_and_is_counted() {
+        let mut c = Cubic::new(CubicConfig { hystart_detect: HYSTART_DELAY, ..CubicConfig::default() });
+        let mut tp = slow_start_sock(100);
+        c.init(&mut tp);
+        ack(&mut c, &mut tp, 0, 20_000);
+        // A new round whose samples all exceed min RTT + max(min RTT / 8, 4 ms).
+        (tp.snd_una, tp.snd_nxt) = (1, 50);
+        for i in 0..8 {
+            ack(&mut c, &mut tp, 21_000 + i * 100, 25_000);
+            assert!(tp.in_slow_start(), "sample {i}: too few samples to decide");
+        }
+        ack(&mut c, &mut tp, 22_000, 25_000);
+        assert_eq!(tp.ssthresh, 100);
+        assert_eq!(tp.hystart, HystartStats { delay_detect: 1, delay_cwnd: 100, ..HystartStats::default() });
+        // Found once: later samples count nothing more.
+        ack(&mut c, &mut tp, 23_000, 30_000);
+        assert_eq!(tp.hystart.delay_detect, 1);
+    }
+
+    #[test]
+    fn hystart_ack_train_exit_is_counted_with_its_cwnd() {
+        let mut c = Cubic::new(CubicConfig { hystart_detect: HYSTART_ACK_TRAIN, ..CubicConfig::default() });
+        let mut tp = slow_start_sock(300);
+        c.init(&mut tp);
+        // ACKs 1 ms apart, from the round's start: without pacing the train
+        // must span half the min RTT (10 ms) to end slow start.
+        for ms in 0..=10 {
+            ack(&mut c, &mut tp, ms * 1_000, 20_000);
+            assert!(tp.in_slow_start(), "{ms} ms into the round");
+        }
+        ack(&mut c, &mut tp, 11_000, 20_000);
+        assert_eq!(tp.ssthresh, 300);
+        assert_eq!(tp.hystart, HystartStats { train_detect: 1, train_cwnd: 300, ..HystartStats::default() });
     }
 
     #[test]

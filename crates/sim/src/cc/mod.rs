@@ -282,6 +282,21 @@ pub struct TcpSock {
     /// does on a delay-gradient backoff); the stack enters CWR when the hook
     /// returns and clears it.
     pub cwr_requested: bool,
+
+    /// Slow-start exits by HyStart, as Linux counts them in its MIB.
+    pub hystart: HystartStats,
+}
+
+/// Linux's `TCPHystartTrainDetect`/`TCPHystartTrainCwnd` and
+/// `TCPHystartDelayDetect`/`TCPHystartDelayCwnd`: how often HyStart ended
+/// slow start on each signal, and the sum of cwnd at those exits (one socket's
+/// share of what Linux counts per network namespace).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HystartStats {
+    pub train_detect: u64,
+    pub train_cwnd: u64,
+    pub delay_detect: u64,
+    pub delay_cwnd: u64,
 }
 
 impl TcpSock {
@@ -327,6 +342,7 @@ impl TcpSock {
             rate_app_limited: false,
             flow_seed: 0,
             cwr_requested: false,
+            hystart: HystartStats::default(),
         }
     }
 

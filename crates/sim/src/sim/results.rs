@@ -211,6 +211,11 @@ impl Simulation {
             counters.bytes_delivered = f.receiver.bytes_delivered;
             counters.duplicate_segments = f.receiver.duplicate_segments;
             counters.paws_rejected = f.receiver.paws_rejected;
+            let hs = f.sender.sock.hystart;
+            counters.hystart_train = hs.train_detect;
+            counters.hystart_train_cwnd = hs.train_cwnd;
+            counters.hystart_delay = hs.delay_detect;
+            counters.hystart_delay_cwnd = hs.delay_cwnd;
             counters.acks_sent = f.receiver.acks_sent;
             counters.ce_marks = f.receiver.ce_marks;
             (counters.drops, counters.random_drops) = Self::flow_drops(&self.links, i);

@@ -543,6 +543,12 @@ def build_record(run: _Run, backend: str = "linux", section: Callable[[list[floa
             "bytes_delivered": int(server_end.get("bytes", cum[-1])),
             "duplicate_segments": 0,
             "paws_rejected": getattr(run, "receiver_paws", [0] * len(run.flows))[i],
+            # The sender's namespace holds one data connection (iperf3's control
+            # connection never reaches HyStart's 16-packet floor).
+            "hystart_train": end_ns_stat.get("TcpExtTCPHystartTrainDetect", 0),
+            "hystart_train_cwnd": end_ns_stat.get("TcpExtTCPHystartTrainCwnd", 0),
+            "hystart_delay": end_ns_stat.get("TcpExtTCPHystartDelayDetect", 0),
+            "hystart_delay_cwnd": end_ns_stat.get("TcpExtTCPHystartDelayCwnd", 0),
             "drops": 0,
             "random_drops": 0,
             "ce_marks": 0,
