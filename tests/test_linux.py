@@ -572,3 +572,15 @@ def test_validate_help_names_every_suite():
     text = " ".join(cli("validate", "--help", check=True).stdout.split()).replace("- ", "-")
     for name in VALIDATION_SETS:
         assert name in text, name
+
+
+def test_senders_start_their_sockets_as_reno_whatever_the_hosts_default():
+    """iperf3 sets -C after connecting: the socket's first algorithm is the
+    namespace default, and a default of bbr would leave it paced. Every
+    sender host starts sockets as reno (one value, so flows of different
+    algorithms can share a testbed host)."""
+    from ccarena.backends.linux.mapping import sender_sysctls
+
+    flow = {"cca": "cubic", "tcp": {}}
+    assert sender_sysctls(flow)["net.ipv4.tcp_congestion_control"] == "reno"
+    assert sender_sysctls({**flow, "cca": "bbr"})["net.ipv4.tcp_congestion_control"] == "reno"

@@ -79,6 +79,12 @@ def sender_sysctls(flow: dict) -> dict[str, str]:
         "net.ipv4.tcp_ecn": str(int(tcp.get("ecn", False))),
         "net.ipv4.tcp_slow_start_after_idle": str(int(tcp.get("slow_start_after_idle", True))),
         "net.ipv4.tcp_no_metrics_save": "1",
+        # iperf3 sets -C only after connecting, so the data socket first runs
+        # the host's default algorithm, whose init has run by then: a default
+        # of bbr (as on some machines) leaves every socket paced (BBR sets
+        # sk_pacing_status and nothing clears it) whatever -C says. Reno turns
+        # on nothing, and is the same value for every flow a host sends.
+        "net.ipv4.tcp_congestion_control": "reno",
     }
 
 
