@@ -466,14 +466,18 @@ impl Simulation {
                 if pkt.epoch != f.epoch {
                     return;
                 }
-                if let Payload::Control { message } = pkt.payload {
-                    self.control_arrived(pkt.flow, message);
-                    return;
-                }
+                let synack = match pkt.payload {
+                    Payload::Control { message } => {
+                        self.control_arrived(pkt.flow, message);
+                        return;
+                    }
+                    Payload::SynAck { .. } => true,
+                    _ => false,
+                };
                 f.sender.on_packet(now, &pkt, &mut self.out);
                 self.flush_out(pkt.flow, false);
                 self.sync_timers(pkt.flow);
-                if matches!(pkt.payload, Payload::SynAck { .. }) {
+                if synack {
                     self.data_connection_established(pkt.flow);
                 }
                 let f = &self.flows[pkt.flow as usize];

@@ -206,9 +206,6 @@ impl TcpSender {
         };
         let pkt = Packet::data(self.flow, seg);
         self.counters.segments_sent += 1;
-        if self.counters.first_data_ns == 0 {
-            self.counters.first_data_ns = self.sock.now.0;
-        }
         if self.skb_bytes.is_none() {
             self.counters.skbs_sent += 1;
         }
@@ -349,6 +346,11 @@ impl TcpSender {
         }
         is_cwnd_limited |= self.in_flight() >= self.sock.cwnd;
         if sent > 0 {
+            // New data leaves only from here: the first call that sends any
+            // marks when the flow's data began.
+            if self.counters.first_data_ns == 0 {
+                self.counters.first_data_ns = self.sock.now.0;
+            }
             if self.in_cwnd_reduction() {
                 self.rec.prr_out += sent;
             }
