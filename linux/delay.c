@@ -26,7 +26,8 @@
  *   Prints "ready" on stdout once every queue is bound (add the iptables rules
  *   after that). On SIGINT/SIGTERM it releases every held packet, unbinds and
  *   prints one JSON line of statistics on stderr:
- *   {"packets":N,"late_mean_us":x,"late_p99_us":y,"late_max_us":z,"overflow":k}
+ *   {"packets":N,"late_mean_us":x,"late_p10_us":..,"late_p50_us":..,"late_p90_us":..,
+ *    "late_p99_us":y,"late_max_us":z,"overflow":k}
  *   where "late" is release time minus due time (the error this program adds
  *   on top of the requested delay; the kernel-to-user hand-over before the
  *   packet is seen adds a few microseconds more that are not counted).
@@ -198,8 +199,10 @@ static uint64_t release_due(int all) {
     return next;
 }
 
-static double p99_us(void) {
-    uint64_t want = packets - packets / 100, seen = 0;
+/* The lateness below which a share `per_mille`/1000 of the packets fell
+ * (1 us bins). */
+static double quantile_us(uint64_t per_mille) {
+    uint64_t want = packets * per_mille / 1000, seen = 0;
     for (int i = 0; i <= HIST_US; i++) {
         seen += hist[i];
         if (seen >= want && seen) return i;
@@ -283,8 +286,10 @@ int main(int argc, char **argv) {
     release_due(1);
     for (int i = 0; i < nq; i++) nfq_destroy_queue(queues[i].qh);
     nfq_close(h);
-    fprintf(stderr, "{\"packets\":%llu,\"late_mean_us\":%.2f,\"late_p99_us\":%.0f,\"late_max_us\":%.1f,\"overflow\":%llu}\n",
-            (unsigned long long)packets, packets ? late_sum_ns / 1e3 / packets : 0.0, p99_us(),
-            late_max_ns / 1e3, (unsigned long long)overflow);
+    fprintf(stderr,
+            "{\"packets\":%llu,\"late_mean_us\":%.2f,\"late_p10_us\":%.0f,\"late_p50_us\":%.0f,\"late_p90_us\":%.0f,"
+            "\"late_p99_us\":%.0f,\"late_max_us\":%.1f,\"overflow\":%llu}\n",
+            (unsigned long long)packets, packets ? late_sum_ns / 1e3 / packets : 0.0, quantile_us(100), quantile_us(500),
+            quantile_us(900), quantile_us(990), late_max_ns / 1e3, (unsigned long long)overflow);
     return 0;
 }

@@ -87,3 +87,27 @@ def test_router_errors_name_the_field(network, field):
     with pytest.raises(ScenarioError) as e:
         Scenario.from_dict(doc(**network))
     assert e.value.field == field
+
+
+def test_path_delay_noise_defaults_to_the_measured_emulator_and_can_be_turned_off():
+    default = Scenario.from_dict(doc()).engine["network"]
+    assert "delay_noise" not in default  # the engine's default: the linux backend's measured lateness
+    off = Scenario.from_dict(doc(delay_noise="none")).engine["network"]
+    assert off["delay_noise"] is None
+    fixed = Scenario.from_dict(doc(delay_noise="40us")).engine["network"]
+    assert fixed["delay_noise"] == {"distribution": "constant", "value": 40_000.0}
+    ln = Scenario.from_dict(doc(delay_noise={"distribution": "lognormal", "median": "25us", "sigma": 0.5})).engine["network"]
+    assert ln["delay_noise"]["distribution"] == "lognormal"
+    # Exact delays give the clockwork results; the default noise moves them.
+    base = {"run.duration": "4s", "run.warmup": "1s"}
+    r_default = ccarena.run("bench", overrides=base).flows.throughput_mbps.tolist()
+    r_off = ccarena.run("bench", overrides={**base, "network.delay_noise": "none"}).flows.throughput_mbps.tolist()
+    assert r_default != r_off
+    assert ccarena.run("bench", overrides=base).flows.throughput_mbps.tolist() == r_default
+
+
+@pytest.mark.parametrize("value", ["soon", {"distribution": "gamma"}, {"distribution": "lognormal", "median": "-3us", "sigma": 1}])
+def test_path_delay_noise_errors_name_the_field(value):
+    with pytest.raises(ScenarioError) as e:
+        Scenario.from_dict(doc(delay_noise=value))
+    assert e.value.field.startswith("network.delay_noise")

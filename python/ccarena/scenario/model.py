@@ -56,7 +56,7 @@ _TOP_KEYS = {
 }
 _NETWORK_KEYS = {
     "bottleneck_rate", "buffer", "loss", "access_rate", "bdp_rtt", "qdisc", "reverse_bottleneck", "dynamics", "trace",
-    "router", "router_burst",
+    "router", "router_burst", "delay_noise",
     "trace_repeat",
 }
 _RUN_KEYS = {"duration", "warmup", "seed", "sample_interval", "start_jitter"}
@@ -303,6 +303,10 @@ def resolve(doc: dict, catalogue: Catalogue | None = None, base: Path | None = N
         network["router"] = net["router"]
     if "router_burst" in net:
         network["router_burst"] = unit(parse_size, net["router_burst"], "network.router_burst")
+    if "delay_noise" in net:
+        # "none" (or 0) keeps every delay exact.
+        off = net["delay_noise"] in ("none", 0, "0", "0us", "0ms")
+        network["delay_noise"] = None if off else resolve_dist(net["delay_noise"], parse_duration, "network.delay_noise")
     if "qdisc" in net:
         network["qdisc"] = resolve_qdisc(net["qdisc"], "network.qdisc", bdp_bytes)
         check_red_fits(network["qdisc"], network["buffer"])

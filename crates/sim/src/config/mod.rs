@@ -72,6 +72,27 @@ pub struct NetworkConfig {
     #[serde(default)]
     #[schema(min = 1514, kind = "bytes", unit = "bytes")]
     pub router_burst: Option<u64>,
+    /// How late the path's delay emulation releases each packet on a flow's
+    /// return (ACK) leg, in nanoseconds: drawn per packet and added to the
+    /// leg's delay, never reordering (a packet leaves no earlier than the one
+    /// ahead of it). Delay emulators are not clockwork: the linux backend's
+    /// delay program releases ACKs a mean 25-40 us late (netem has its own
+    /// timer and softirq latency), and that noise decides which flow a full
+    /// drop-tail queue turns away (docs/fidelity.md). Default: the linux
+    /// backend's measured lateness; None: exact delays.
+    #[serde(default = "default_delay_noise")]
+    pub delay_noise: Option<Dist>,
+}
+
+/// The linux backend's delay program as measured on its 400 Mbit/s runs
+/// (2026-11-26, `delay_stats` of the stored kernel runs: mean 27-29 us, p99
+/// 77-84 us): a lognormal with median 25 us and sigma 0.5 has mean 28 us and
+/// p99 80 us.
+pub const DELAY_NOISE_MEDIAN_NS: f64 = 25_000.0;
+pub const DELAY_NOISE_SIGMA: f64 = 0.5;
+
+pub fn default_delay_noise() -> Option<Dist> {
+    Some(Dist::Lognormal { mu: DELAY_NOISE_MEDIAN_NS.ln(), sigma: DELAY_NOISE_SIGMA })
 }
 
 /// A full-size packet as tbf counts it: 1500-byte IP packet + 14-byte

@@ -9,8 +9,14 @@
 //! (`set_whole_skbs`): the segments of one skb are serialised back to back and
 //! all reach the far end when the last has, as one skb crosses a veth or is
 //! reassembled by the router's GRO; the simulation then moves them in one event.
+//!
+//! A propagation leg may be late by a random amount per packet (`set_noise`:
+//! a delay emulator's release error); arrivals stay in order, so the noise
+//! bunches packets but never reorders them.
 
+use crate::dist::Dist;
 use crate::packet::{Packet, Payload};
+use crate::rng::Rng;
 use crate::units::{Dur, Rate, Time};
 use std::collections::VecDeque;
 
@@ -23,6 +29,8 @@ pub struct Pipe {
     /// until its last is serialised.
     whole_skbs: bool,
     staged: Vec<Packet>,
+    /// Lateness added to each packet's delay (nanoseconds), from its own stream.
+    noise: Option<(Dist, Rng)>,
 }
 
 /// Whether `next` is the segment after `prev` in one super-packet.
@@ -44,12 +52,18 @@ pub fn continues_skb(prev: &Packet, next: &Packet) -> bool {
 
 impl Pipe {
     pub fn new(rate: Option<Rate>, delay: Dur) -> Pipe {
-        Pipe { rate, delay, busy_until: Time::ZERO, in_flight: VecDeque::new(), whole_skbs: false, staged: Vec::new() }
+        Pipe { rate, delay, busy_until: Time::ZERO, in_flight: VecDeque::new(), whole_skbs: false, staged: Vec::new(), noise: None }
     }
 
     /// Deliver each super-packet whole, when its last segment is through.
     pub fn set_whole_skbs(&mut self) {
         self.whole_skbs = true;
+    }
+
+    /// Delay each packet by a further draw from `noise` (ns, negative draws
+    /// count as zero), keeping arrivals in order.
+    pub fn set_noise(&mut self, noise: Dist, rng: Rng) {
+        self.noise = Some((noise, rng));
     }
 
     pub fn delay(&self) -> Dur {
@@ -97,6 +111,9 @@ impl Pipe {
         }
         // A delay that shrank (path change) must not reorder: keep arrivals monotonic.
         let mut arrival = sent + self.delay;
+        if let Some((noise, rng)) = &mut self.noise {
+            arrival = arrival + Dur(noise.sample(rng).max(0.0).round() as u64);
+        }
         if let Some(&(last, _)) = self.in_flight.back() {
             arrival = arrival.max(last);
         }
@@ -227,5 +244,57 @@ mod tests {
         p.push(Time::from_ms(1), ack(2));
         let (_, next) = p.pop().unwrap();
         assert_eq!(next, Some(Time::from_ms(10)));
+    }
+
+    /// Drains the pipe: each packet's arrival time.
+    fn arrivals(p: &mut Pipe, first: Time) -> Vec<Time> {
+        let mut out = vec![first];
+        while let Some((_, next)) = p.pop() {
+            out.extend(next);
+        }
+        out
+    }
+
+    #[test]
+    fn noise_makes_packets_late_but_never_reorders_them() {
+        // A packet every 10 us through a 1 ms leg that is late by 0-100 us:
+        // later packets often draw less lateness than the one ahead.
+        let mut p = Pipe::new(None, Dur::from_ms(1));
+        p.set_noise(crate::dist::Dist::Uniform { min: 0.0, max: 100_000.0 }, Rng::stream(1, "noise"));
+        let first = p.push(Time::ZERO, ack(0)).unwrap();
+        for i in 1..1000u64 {
+            assert_eq!(p.push(Time(i * 10_000), ack(i as u32)), None);
+        }
+        let got = arrivals(&mut p, first);
+        assert_eq!(got.len(), 1000);
+        let mut bunched = 0;
+        for (i, w) in got.windows(2).enumerate() {
+            assert!(w[1] >= w[0], "packet {} overtook the one ahead", i + 1);
+            bunched += (w[1] == w[0]) as u32;
+        }
+        let late: Vec<u64> = got.iter().enumerate().map(|(i, t)| t.0 - (i as u64 * 10_000 + 1_000_000)).collect();
+        assert!(late.iter().all(|&l| l <= 100_000));
+        let mean = late.iter().sum::<u64>() as f64 / late.len() as f64;
+        // Without reordering the lateness is the running maximum's: above the draws' mean of 50 us.
+        assert!(mean > 50_000.0, "mean lateness {mean}");
+        assert!(bunched > 100, "only {bunched} packets left together with the one ahead");
+    }
+
+    #[test]
+    fn noise_draws_repeat_with_the_seed() {
+        let run = |seed| {
+            let mut p = Pipe::new(None, Dur::from_ms(1));
+            p.set_noise(crate::dist::Dist::Exponential { mean: 30_000.0 }, Rng::stream(seed, "noise"));
+            let first = p.push(Time::ZERO, ack(0)).unwrap();
+            for i in 1..100u64 {
+                p.push(Time(i * 1_000_000), ack(i as u32));
+            }
+            arrivals(&mut p, first)
+        };
+        assert_eq!(run(1), run(1));
+        assert_ne!(run(1), run(2));
+        // 1 ms apart, the packets never catch up with each other: each is late by its own draw.
+        let got = run(3);
+        assert!(got.iter().enumerate().all(|(i, t)| t.0 >= (i as u64 + 1) * 1_000_000));
     }
 }

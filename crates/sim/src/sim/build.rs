@@ -8,6 +8,7 @@
 use super::{route, DelayedLeg, Flow, Hop, Route, Simulation, UdpFlow, WebRoutes, WebSlot, WebSource};
 use crate::cc::{make_cca, CcaFactory, CongestionControl};
 use crate::config::{ConfigError, SimConfig, Startup};
+use crate::dist::Dist;
 use crate::event::{Event, EventQueue};
 use crate::host::rx::RxBatcher;
 use crate::host::tso::WriteQueue;
@@ -85,19 +86,24 @@ impl Topology {
         vec![Hop::Pipe(access), Hop::Link(link), self.leg(link, delay, jitter), end]
     }
 
-    /// Receiver host -> (reverse bottleneck) -> propagation -> sender.
-    fn ack_route(&mut self, dir: Direction, delay: Dur) -> Vec<Hop> {
-        if self.reverse_bottleneck {
+    /// Receiver host -> (reverse bottleneck) -> propagation -> sender; the
+    /// propagation is late by `noise` per packet when given.
+    fn ack_route(&mut self, dir: Direction, delay: Dur, noise: Option<(Dist, Rng)>) -> Vec<Hop> {
+        let (first, leg) = if self.reverse_bottleneck {
             // ACKs go straight to the bottleneck: serialising 52-80 bytes at the
             // access rate takes a tenth of a microsecond and would cost an event
             // per ACK.
             let link = dir.ack_link();
-            vec![Hop::Link(link), self.leg(link, delay, None), Hop::Sender]
+            (Some(Hop::Link(link)), self.leg(link, delay, None))
         } else {
             // Nothing queues on the way back: the access link and the propagation
             // delay in one pipe.
-            vec![Hop::Pipe(self.pipe(Some(self.access), delay)), Hop::Sender]
+            (None, Hop::Pipe(self.pipe(Some(self.access), delay)))
+        };
+        if let (Some((dist, rng)), Hop::Pipe(pipe)) = (noise, &leg) {
+            self.pipes[*pipe as usize].set_noise(dist, rng);
         }
+        first.into_iter().chain([leg, Hop::Sender]).collect()
     }
 
     /// The routes of a web generator's flows in direction `dir`: a shared
@@ -249,7 +255,8 @@ impl Simulation {
             let data_delay = half + f.data_delay;
             let jitter = f.jitter.clone().map(|j| (j, Rng::stream(seed, &format!("jitter-{i}"))));
             let fwd = topo.data_route(f.direction, data_delay, jitter, Hop::Receiver);
-            let rev = topo.ack_route(f.direction, ack_delay);
+            let noise = cfg.network.delay_noise.clone().map(|d| (d, Rng::stream(seed, &format!("delay-noise-{i}"))));
+            let rev = topo.ack_route(f.direction, ack_delay, noise);
             let flow_seed = Rng::stream(seed, &format!("cca-{id}")).next_u64();
             let (sender, receiver) = endpoints(id, &f.tcp, cc, f.size, flow_seed, &cfg.hosts);
             routes.push([route(&fwd), route(&rev)]);

@@ -42,6 +42,8 @@ pub fn scenario(rate_mbps: u64, buffer: QueueLimit, loss: LossSpec, flows: Vec<F
             // The analytical checks model packets, not a Linux router's skbs.
             router: ccarena_sim::config::RouterKind::Switch,
             router_burst: None,
+            // The analytical checks keep exact delays.
+            delay_noise: None,
         },
         flows,
         udp: Vec::new(),

@@ -118,6 +118,9 @@ def check_scenario(sc: Scenario, backend: str = "linux", max_rate_bps: int | Non
         raise ScenarioError("network.qdisc", f"{where}'s bottleneck is tbf's drop-tail queue (or on linux the step queue, RED under tbf); allowed: {', '.join(allowed)}, got {qdisc!r}")
     if qdisc == "step" and not has_red():
         raise ScenarioError("network.qdisc", f"{where} maps the step queue onto the red qdisc, which this kernel lacks (sch_red)")
+    if isinstance(sc.doc.get("network"), dict) and "delay_noise" in sc.doc["network"]:
+        notes.append("network.delay_noise is not applied: it models a delay emulator's lateness; the kernel's paths have their own "
+                     "(the delay program's, recorded per run as delay_stats)")
     if e["network"].get("access_rate"):
         notes.append("network.access_rate is not applied: " + ("veth links have no rate of their own" if backend == "linux" else "the hosts' links keep their own rates"))
     if hz is None and backend == "linux":
