@@ -170,33 +170,41 @@ static int on_packet(struct nfq_q_handle *qh, struct nfgenmsg *msg, struct nfq_d
     return 0;
 }
 
-/* Releases every packet due by now; returns the earliest remaining due time (0: none). */
+/* The packet at the front of queue q: its heap top or its FIFO head. */
+static struct held *front(struct queue *q) {
+    if (q->head == q->tail) return NULL;
+    return q->jitter_ns && q->reorder ? &q->ring[0] : &q->ring[q->head % RING];
+}
+
+/* Releases every packet due by now, across all queues in order of due time
+ * (a packet due earlier leaves first whichever queue holds it: releasing
+ * queue by queue would hand the first flow's ACKs a head start of some
+ * microseconds at every wake-up, enough to bias which flow a full
+ * bottleneck turns away); returns the earliest remaining due time (0: none). */
 static uint64_t release_due(int all) {
-    uint64_t next = 0, t = now_ns();
-    for (int i = 0; i < nq; i++) {
-        struct queue *q = &queues[i];
-        int heap = q->jitter_ns && q->reorder;
-        while (q->head != q->tail) {
-            struct held h = heap ? q->ring[0] : q->ring[q->head % RING];
-            if (!all && h.due > t) {
-                if (!next || h.due < next) next = h.due;
-                break;
-            }
-            if (heap)
-                heap_pop(q);
-            else
-                q->head++;
-            nfq_set_verdict(q->qh, h.id, NF_ACCEPT, 0, NULL);
-            if (!all) {
-                uint64_t late = t > h.due ? t - h.due : 0;
-                packets++;
-                late_sum_ns += late;
-                if (late > late_max_ns) late_max_ns = late;
-                hist[late / 1000 < HIST_US ? late / 1000 : HIST_US]++;
-            }
+    uint64_t t = now_ns();
+    for (;;) {
+        struct queue *best = NULL;
+        for (int i = 0; i < nq; i++) {
+            struct held *h = front(&queues[i]);
+            if (h && (!best || h->due < front(best)->due)) best = &queues[i];
+        }
+        if (!best) return 0;
+        struct held h = *front(best);
+        if (!all && h.due > t) return h.due;
+        if (best->jitter_ns && best->reorder)
+            heap_pop(best);
+        else
+            best->head++;
+        nfq_set_verdict(best->qh, h.id, NF_ACCEPT, 0, NULL);
+        if (!all) {
+            uint64_t late = t > h.due ? t - h.due : 0;
+            packets++;
+            late_sum_ns += late;
+            if (late > late_max_ns) late_max_ns = late;
+            hist[late / 1000 < HIST_US ? late / 1000 : HIST_US]++;
         }
     }
-    return next;
 }
 
 /* The lateness below which a share `per_mille`/1000 of the packets fell
