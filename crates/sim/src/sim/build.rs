@@ -89,21 +89,22 @@ impl Topology {
     /// Receiver host -> (reverse bottleneck) -> propagation -> sender; the
     /// propagation is late by `noise` per packet when given.
     fn ack_route(&mut self, dir: Direction, delay: Dur, noise: Option<(Dist, Rng)>) -> Vec<Hop> {
-        let (first, leg) = if self.reverse_bottleneck {
+        let hops = if self.reverse_bottleneck {
             // ACKs go straight to the bottleneck: serialising 52-80 bytes at the
             // access rate takes a tenth of a microsecond and would cost an event
             // per ACK.
             let link = dir.ack_link();
-            (Some(Hop::Link(link)), self.leg(link, delay, None))
+            vec![Hop::Link(link), self.leg(link, delay, None), Hop::Sender]
         } else {
             // Nothing queues on the way back: the access link and the propagation
             // delay in one pipe.
-            (None, Hop::Pipe(self.pipe(Some(self.access), delay)))
+            vec![Hop::Pipe(self.pipe(Some(self.access), delay)), Hop::Sender]
         };
-        if let (Some((dist, rng)), Hop::Pipe(pipe)) = (noise, &leg) {
-            self.pipes[*pipe as usize].set_noise(dist, rng);
+        // The propagation is the hop before the sender, a pipe either way.
+        if let (Some((dist, rng)), Hop::Pipe(pipe)) = (noise, hops[hops.len() - 2]) {
+            self.pipes[pipe as usize].set_noise(dist, rng);
         }
-        first.into_iter().chain([leg, Hop::Sender]).collect()
+        hops
     }
 
     /// The routes of a web generator's flows in direction `dir`: a shared
