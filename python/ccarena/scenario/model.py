@@ -304,9 +304,9 @@ def resolve(doc: dict, catalogue: Catalogue | None = None, base: Path | None = N
     if "router_burst" in net:
         network["router_burst"] = unit(parse_size, net["router_burst"], "network.router_burst")
     if "delay_noise" in net:
-        # "none" (or 0) keeps every delay exact.
-        off = net["delay_noise"] in ("none", 0, "0", "0us", "0ms")
-        network["delay_noise"] = None if off else resolve_dist(net["delay_noise"], parse_duration, "network.delay_noise")
+        # "none", or a lateness of exactly zero, keeps every delay exact.
+        noise = None if net["delay_noise"] == "none" else resolve_dist(net["delay_noise"], parse_duration, "network.delay_noise")
+        network["delay_noise"] = None if noise == {"distribution": "constant", "value": 0.0} else noise
     if "qdisc" in net:
         network["qdisc"] = resolve_qdisc(net["qdisc"], "network.qdisc", bdp_bytes)
         check_red_fits(network["qdisc"], network["buffer"])
