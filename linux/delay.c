@@ -185,12 +185,13 @@ static uint64_t release_due(int all) {
     uint64_t t = now_ns();
     for (;;) {
         struct queue *best = NULL;
+        struct held *first = NULL;
         for (int i = 0; i < nq; i++) {
             struct held *h = front(&queues[i]);
-            if (h && (!best || h->due < front(best)->due)) best = &queues[i];
+            if (h && (!first || h->due < first->due)) best = &queues[i], first = h;
         }
         if (!best) return 0;
-        struct held h = *front(best);
+        struct held h = *first;
         if (!all && h.due > t) return h.due;
         if (best->jitter_ns && best->reorder)
             heap_pop(best);
