@@ -284,7 +284,10 @@ def test_ci_short_run_reno_and_cubic(tmp_path):
     for fl in doc["flows"]:
         assert fl["throughput_mbps"] > 5
         assert 40 <= fl["mean_srtt_ms"] < 200
-        assert fl["segments_sent"] > 10_000
+        # At least the throughput bound's worth over the run (5 Mbit/s x 10 s
+        # = 4,316 segments): how two flows share 50 Mbit/s in 10 s is a
+        # lottery of their start (kernel runs give 8,500-33,000 per flow).
+        assert fl["segments_sent"] > 4_000
     rec = read_record(tmp_path / "res")
     # The delay program holds each flow's ACKs for its RTT: min RTT within 1 ms of 40 ms.
     for s in rec["flow_series"]:
