@@ -92,20 +92,28 @@ def analyse(sender: Path, receiver: Path, data_port: int) -> dict:
     # For each ACK: time since the last data packet (the processing latency)
     # and since the first data packet after the previous ACK (how long the
     # receiver held a batch before acknowledging it).
-    turn, hold = [], []
+    turn, hold, per_ack = [], [], []
     first_data = last_data = None
+    packets = 0
     events = sorted([(t, 0) for t, _ in data_in] + [(t, 1) for t, _ in acks_out])
     for t, kind in events:
         if kind == 0:
             first_data = first_data if first_data is not None else t
             last_data = t
+            packets += 1
         elif last_data is not None:
             if t - last_data < 1_000_000:
                 turn.append((t - last_data) / 1000)
                 hold.append((t - first_data) / 1000)
+                per_ack.append(packets)
             first_data = last_data = None
+            packets = 0
     out["receiver_batch_hold_us"] = percentiles(hold)
     out["receiver_data_to_ack_us"] = percentiles(turn)
+    # Data packets (skbs as the receiver's interface saw them) each ACK
+    # answered: above 1 where the receiver acknowledged several at once.
+    out["receiver_packets_per_ack"] = percentiles(per_ack)
+    out["receiver_acks_answering_several_packets"] = round(sum(1 for n in per_ack if n > 1) / len(per_ack), 4) if per_ack else None
     # Sender: data out, ACKs in.
     sx = [(t, f) for t, fr in read_pcap(sender) if (f := tcp_fields(fr))]
     data_out = [(t, f) for t, f in sx if f[5] == data_port and f[1] > 0]
@@ -122,6 +130,9 @@ def analyse(sender: Path, receiver: Path, data_port: int) -> dict:
         elif last_ack is not None and t - last_ack < 1_000_000:
             turn.append((t - last_ack) / 1000)
     out["sender_ack_to_data_us"] = percentiles(turn)
+    # Skbs that no ACK of the last 50 us released (sent by the application's
+    # write, a TSQ completion or a timer rather than by the ACK clock).
+    out["sender_skbs_not_ack_clocked"] = round(sum(1 for x in turn if x > 50) / len(turn), 4) if turn else None
     # ACKs acknowledging how many segments each (stretch ACKs at the sender).
     acked = []
     prev = None

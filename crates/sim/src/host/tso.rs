@@ -109,9 +109,14 @@ pub struct DeferInput {
     /// Nanoseconds since the oldest unacknowledged segment was sent (None:
     /// nothing in flight).
     pub head_age_ns: Option<u64>,
-    /// Smoothed RTT in microseconds.
-    pub srtt_us: u32,
+    /// Smoothed RTT in nanoseconds (Linux: `srtt_us` x 125, its eighths of a
+    /// microsecond).
+    pub srtt_ns: u64,
 }
+
+/// The longest Linux waits for the head's ACK before it stops deferring
+/// (`NSEC_PER_MSEC` in `tcp_tso_should_defer`).
+pub const DEFER_ACK_HORIZON_NS: u64 = 1_000_000;
 
 /// Linux `tcp_tso_should_defer`: true when the sender should wait for the
 /// next ACK to send a bigger super-packet. Only asked when the packet could
@@ -137,9 +142,15 @@ pub fn should_defer(d: &DeferInput) -> bool {
     }
     // Nothing in flight: no ACK will come to open the window further.
     let Some(age) = d.head_age_ns else { return false };
-    // The next ACK is likely to come too late (the oldest segment left less
-    // than half an RTT ago): send now.
-    if age < d.srtt_us as u64 * 1000 / 2 {
+    // The head's ACK is due one srtt after it left. If that is more than
+    // min(srtt/2, 1 ms) away, waiting would break the ACK clock: send now.
+    // This is the rule since Linux 6.18 and its stable trees ("tcp: fix
+    // tcp_tso_should_defer() vs large RTT", October 2025); before, Linux
+    // sent now only while the head was younger than srtt/2, which at RTTs of
+    // many milliseconds deferred almost every small opening.
+    let ack_due_in_ns = d.srtt_ns as i128 - age as i128;
+    let threshold = (d.srtt_ns / 2).min(DEFER_ACK_HORIZON_NS);
+    if ack_due_in_ns > threshold as i128 {
         return false;
     }
     true
@@ -201,8 +212,8 @@ mod tests {
             skb_segs: 40,
             skb_is_tail: false,
             in_recovery: false,
-            head_age_ns: Some(30_000_000),
-            srtt_us: 40_000,
+            head_age_ns: Some(39_500_000),
+            srtt_ns: 40_000_000,
         }
     }
 
@@ -256,9 +267,24 @@ mod tests {
     fn never_defers_in_recovery_or_when_the_next_ack_is_far() {
         assert!(!should_defer(&DeferInput { in_recovery: true, ..input() }));
         assert!(!should_defer(&DeferInput { head_age_ns: None, ..input() }));
-        // Oldest segment sent 10 ms ago, srtt 40 ms: its ACK is 30 ms away.
-        assert!(!should_defer(&DeferInput { head_age_ns: Some(10_000_000), ..input() }));
-        assert!(should_defer(&DeferInput { head_age_ns: Some(20_000_000), ..input() }));
         assert!(!should_defer(&DeferInput { goal: 1, ..input() }));
+        // srtt 40 ms: the head's ACK is due in 30 ms, 20 ms, 1.5 ms: too far.
+        for age in [10_000_000, 20_000_000, 38_500_000] {
+            assert!(!should_defer(&DeferInput { head_age_ns: Some(age), ..input() }), "head {age} ns old");
+        }
+    }
+
+    #[test]
+    fn defers_only_when_the_heads_ack_is_due_within_a_millisecond_or_half_an_rtt() {
+        let at = |age: u64, srtt: u64| should_defer(&DeferInput { head_age_ns: Some(age), srtt_ns: srtt, ..input() });
+        // Long RTT: the horizon is 1 ms, whatever srtt/2 is.
+        assert!(!at(38_999_999, 40_000_000), "due in 1.000001 ms");
+        assert!(at(39_000_000, 40_000_000), "due in exactly 1 ms");
+        assert!(at(45_000_000, 40_000_000), "overdue");
+        // Short RTT (srtt 1.2 ms): the horizon is srtt/2 = 0.6 ms.
+        assert!(!at(599_999, 1_200_000));
+        assert!(at(600_000, 1_200_000));
+        // The rule before Linux 6.18 deferred here (head older than srtt/2).
+        assert!(!at(25_000_000, 40_000_000));
     }
 }

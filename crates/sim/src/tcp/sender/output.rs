@@ -412,7 +412,7 @@ impl TcpSender {
             skb_is_tail,
             in_recovery: self.sock.ca_state >= CaState::Recovery,
             head_age_ns,
-            srtt_us: self.sock.srtt_us(),
+            srtt_ns: self.sock.srtt_us8 as u64 * 125,
         })
     }
 
@@ -481,7 +481,7 @@ mod tso_scripts {
     /// A 1 ms path with an initial window of 30: the goal is the whole 64 KB
     /// (45 segments), each skb at most half of cwnd. An ACK opening the window
     /// by 4 (less than a goal and than a third of cwnd) within 1 ms of the last
-    /// write, its oldest segment sent more than srtt/2 ago, is deferred; the
+    /// write, its oldest segment's ACK already due, is deferred; the
     /// next one, opening it by 24, sends one skb of 21 (half of cwnd 42).
     #[test]
     fn super_packets_are_deferred_until_a_third_of_the_window_opens() {
