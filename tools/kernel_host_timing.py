@@ -5,12 +5,13 @@ sender (s0) and receiver (r0) interfaces with nanosecond timestamps, then
 reports what the host model of the simulator is built from:
 
 * receiver: data packets per received skb (GRO coalescing as the stack saw
-  it), ACKs per data segment, and the turnaround from a data packet's arrival
+  it), ACKs per data segment, the turnaround from a data packet's arrival
   to the ACK it triggered (the receive path's latency, for ACKs sent within
-  1 ms, i.e. not by the delayed-ACK timer);
+  1 ms, i.e. not by the delayed-ACK timer), and how many data packets each
+  ACK answered;
 * sender: segments per transmitted skb (TSO/GSO super-packets), ACK
-  inter-arrival times, and the turnaround from an ACK's arrival to the first
-  data packet it released.
+  inter-arrival times, the turnaround from an ACK's arrival to the first
+  data packet it released, and the share of skbs no ACK released.
 
 Usage (root; tcpdump installed)::
 
