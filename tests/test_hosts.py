@@ -39,6 +39,22 @@ def test_super_packets_and_stretch_acks_are_recorded():
     assert batched.acks_sent / batched.segments_sent < 0.25
 
 
+def test_the_older_kernels_deferral_rule_builds_larger_skbs():
+    # At 40 ms the pre-6.18 rule defers most openings smaller than the
+    # autosize goal; the 6.18 rule sends them at once.
+    d = doc(rate="400Mbps")
+    d["network"]["buffer"] = "500kB"
+    d["flows"] = [{"cca": "cubic", "rtt": "40ms"}]
+    d["run"]["duration"] = "6s"
+    assert Scenario.from_dict(d).engine["hosts"] == {}
+    per_skb = lambda f: f.segments_sent.sum() / f.skbs_sent.sum()  # noqa: E731
+    now = per_skb(ccarena.run(d).flows)
+    d["hosts"] = {"tso_defer": "half_rtt"}
+    assert Scenario.from_dict(d).engine["hosts"] == {"tso_defer": "half_rtt"}
+    before = per_skb(ccarena.run(d).flows)
+    assert before > now * 1.05, (before, now)
+
+
 def test_line_rate_caps_what_a_host_sends():
     r = ccarena.run(doc({"line_rate": "50Mbps"}))
     assert r.flows.iloc[0].throughput_mbps < 50
@@ -52,6 +68,7 @@ def test_line_rate_caps_what_a_host_sends():
         ({"tso": "yes"}, "hosts.tso", "true or false"),
         ({"rx_hold": "soon"}, "hosts.rx_hold", "duration"),
         ({"line_rate": "fast"}, "hosts.line_rate", ""),
+        ({"tso_defer": "linux-5.15"}, "hosts.tso_defer", "allowed: ack_due, half_rtt"),
         ([], "hosts", "table"),
     ],
 )

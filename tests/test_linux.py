@@ -114,6 +114,9 @@ def test_the_linux_backend_takes_data_delay_and_jitter_but_not_reverse_flows():
     # The simulator's model of an emulator's lateness is not something the kernel's path takes.
     notes = check_scenario(sc.with_overrides({"network.delay_noise": "none"}))
     assert len(notes) == 1 and notes[0].startswith("network.delay_noise is not applied")
+    # Nor does its TCP take another kernel's deferral rule.
+    notes = check_scenario(sc.with_overrides({"hosts.tso_defer": "half_rtt"}))
+    assert len(notes) == 1 and notes[0].startswith("hosts.tso_defer = 'half_rtt' is not applied")
 
 
 def test_validation_behind_a_background_compares_the_flows_under_study():

@@ -116,7 +116,8 @@ def cca_file_paths(doc: dict, base: Path | None) -> list[Path]:
     return out
 
 
-_HOSTS_KEYS = {"tso", "rx_batching", "rx_hold", "line_rate", "tsq", "write_queue"}
+_HOSTS_KEYS = {"tso", "rx_batching", "rx_hold", "line_rate", "tsq", "write_queue", "tso_defer"}
+_TSO_DEFER_RULES = ("ack_due", "half_rtt")
 
 
 def resolve_hosts(table: Any) -> dict:
@@ -131,6 +132,10 @@ def resolve_hosts(table: Any) -> dict:
             if not isinstance(table[key], bool):
                 raise ScenarioError(f"hosts.{key}", f"must be true or false, got {excerpt(table[key])}")
             out[key] = table[key]
+    if "tso_defer" in table:
+        if table["tso_defer"] not in _TSO_DEFER_RULES:
+            raise ScenarioError("hosts.tso_defer", f"unknown rule {excerpt(table['tso_defer'])}; allowed: {', '.join(_TSO_DEFER_RULES)}")
+        out["tso_defer"] = table["tso_defer"]
     if "rx_hold" in table:
         out["rx_hold"] = resolve_dist(table["rx_hold"], parse_duration, "hosts.rx_hold")
     if "line_rate" in table:

@@ -63,6 +63,13 @@ pub struct HostConfig {
     /// against the kernel (docs/fidelity.md).
     #[serde(default)]
     pub write_queue: bool,
+    /// Which kernel's TSO deferral rule the senders follow: `ack_due` (wait
+    /// for the next ACK only while it is due within min(srtt/2, 1 ms): Linux
+    /// 6.18 and the stable trees since October 2025) or `half_rtt` (wait
+    /// whenever the oldest unacknowledged skb left more than srtt/2 ago: the
+    /// kernels before, as on most published testbeds).
+    #[serde(default)]
+    pub tso_defer: tso::DeferRule,
 }
 
 fn yes() -> bool {
@@ -76,13 +83,21 @@ fn default_rx_hold() -> Dist {
 
 impl Default for HostConfig {
     fn default() -> Self {
-        HostConfig { tso: true, rx_batching: false, rx_hold: default_rx_hold(), line_rate: None, tsq: true, write_queue: false }
+        HostConfig {
+            tso: true,
+            rx_batching: false,
+            rx_hold: default_rx_hold(),
+            line_rate: None,
+            tsq: true,
+            write_queue: false,
+            tso_defer: tso::DeferRule::AckDue,
+        }
     }
 }
 
 impl HostConfig {
     /// The former clockwork hosts: no offload, no batching, no small queues.
     pub fn clockwork() -> Self {
-        HostConfig { tso: false, rx_batching: false, rx_hold: default_rx_hold(), line_rate: None, tsq: false, write_queue: false }
+        HostConfig { tso: false, tsq: false, ..HostConfig::default() }
     }
 }

@@ -9,6 +9,24 @@
 //! that ACK is likely to come too late. These are pure functions of the
 //! socket's state so that they can be checked against the kernel's formulas.
 
+use crate::config::Schema;
+use serde::{Deserialize, Serialize};
+
+/// Which of Linux's `tcp_tso_should_defer` rules decides whether the next
+/// ACK is worth waiting for (`[hosts] tso_defer`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, Schema)]
+#[serde(rename_all = "snake_case")]
+pub enum DeferRule {
+    /// Wait only while the oldest unacknowledged skb's ACK is due within
+    /// min(srtt/2, 1 ms): Linux 6.18 and the stable trees since October 2025
+    /// ("tcp: fix tcp_tso_should_defer() vs large RTT").
+    #[default]
+    AckDue,
+    /// Wait whenever the oldest unacknowledged skb left more than srtt/2 ago:
+    /// the kernels before that fix (the testbeds of published experiments).
+    HalfRtt,
+}
+
 /// `sk_gso_max_size` for a legacy 64 KiB GSO device: `GSO_LEGACY_MAX_SIZE`
 /// minus `MAX_TCP_HEADER + 1` (320 + 1 on x86-64), as `sk_setup_caps` sets it.
 pub const GSO_MAX_BYTES: u64 = 65_536 - 1 - 320;
@@ -112,6 +130,8 @@ pub struct DeferInput {
     /// Smoothed RTT in nanoseconds (Linux: `srtt_us` x 125, its eighths of a
     /// microsecond).
     pub srtt_ns: u64,
+    /// The kernel's rule for the last test.
+    pub rule: DeferRule,
 }
 
 /// The longest Linux waits for the head's ACK before it stops deferring
@@ -142,6 +162,11 @@ pub fn should_defer(d: &DeferInput) -> bool {
     }
     // Nothing in flight: no ACK will come to open the window further.
     let Some(age) = d.head_age_ns else { return false };
+    if d.rule == DeferRule::HalfRtt {
+        // Before the fix: the next ACK is likely to come too late when the
+        // oldest segment left less than half an RTT ago.
+        return age >= d.srtt_ns / 2;
+    }
     // The head's ACK is due one srtt after it left. If that is more than
     // min(srtt/2, 1 ms) away, waiting would break the ACK clock: send now.
     // This is the rule since Linux 6.18 and its stable trees ("tcp: fix
@@ -214,6 +239,7 @@ mod tests {
             in_recovery: false,
             head_age_ns: Some(39_500_000),
             srtt_ns: 40_000_000,
+            rule: DeferRule::AckDue,
         }
     }
 
@@ -286,5 +312,13 @@ mod tests {
         assert!(at(600_000, 1_200_000));
         // The rule before Linux 6.18 deferred here (head older than srtt/2).
         assert!(!at(25_000_000, 40_000_000));
+    }
+
+    #[test]
+    fn the_rule_before_linux_6_18_defers_once_the_head_is_half_an_rtt_old() {
+        let at = |age: u64| should_defer(&DeferInput { head_age_ns: Some(age), rule: DeferRule::HalfRtt, ..input() });
+        assert!(!at(19_999_999), "head younger than srtt/2: send now");
+        assert!(at(20_000_000));
+        assert!(at(25_000_000), "the 6.18 rule sends this one now");
     }
 }

@@ -163,6 +163,7 @@ fn endpoints(
     sender.tso = hosts.tso && !per_packet;
     sender.tsq = hosts.tsq.then(Default::default);
     sender.write_queue = hosts.write_queue.then(|| WriteQueue::new(tcp.mss));
+    sender.tso_defer = hosts.tso_defer;
     let mut receiver = TcpReceiver::new(id, &rcv_tcp, size);
     if ce_state_acks {
         receiver.set_ce_state_acks();

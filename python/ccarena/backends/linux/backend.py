@@ -121,6 +121,10 @@ def check_scenario(sc: Scenario, backend: str = "linux", max_rate_bps: int | Non
     if isinstance(sc.doc.get("network"), dict) and "delay_noise" in sc.doc["network"]:
         notes.append("network.delay_noise is not applied: it models a delay emulator's lateness; the kernel's paths have their own "
                      "(the delay program's, recorded per run as delay_stats)")
+    hosts_doc = sc.doc.get("hosts")
+    if isinstance(hosts_doc, dict) and hosts_doc.get("tso_defer", "ack_due") != "ack_due":
+        notes.append(f"hosts.tso_defer = {hosts_doc['tso_defer']!r} is not applied: the kernel follows its own rule "
+                     "(ack_due since Linux 6.18 and the stable trees of October 2025)")
     if e["network"].get("access_rate"):
         notes.append("network.access_rate is not applied: " + ("veth links have no rate of their own" if backend == "linux" else "the hosts' links keep their own rates"))
     if hz is None and backend == "linux":

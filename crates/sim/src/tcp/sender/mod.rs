@@ -189,6 +189,8 @@ pub struct TcpSender {
     // The write queue's skbs of new data as tcp_sendmsg builds them
     // (host/tso.rs), when on.
     pub(crate) write_queue: Option<WriteQueue>,
+    /// Which kernel's TSO deferral rule applies (`[hosts] tso_defer`).
+    pub(crate) tso_defer: crate::host::tso::DeferRule,
     // TCP Small Queues (host/tsq.rs), when on; the first sequence number of
     // the newest skb of new data (is the retransmit queue a single skb?).
     pub(crate) tsq: Option<SmallQueues>,
@@ -279,6 +281,7 @@ impl TcpSender {
             last_write_ns: 0,
             skb_bytes: None,
             write_queue: None,
+            tso_defer: Default::default(),
             tsq: None,
             last_skb_seq: 0,
             ecn_ok: false,

@@ -413,6 +413,7 @@ impl TcpSender {
             in_recovery: self.sock.ca_state >= CaState::Recovery,
             head_age_ns,
             srtt_ns: self.sock.srtt_us8 as u64 * 125,
+            rule: self.tso_defer,
         })
     }
 
