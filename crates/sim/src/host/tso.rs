@@ -162,23 +162,18 @@ pub fn should_defer(d: &DeferInput) -> bool {
     }
     // Nothing in flight: no ACK will come to open the window further.
     let Some(age) = d.head_age_ns else { return false };
-    if d.rule == DeferRule::HalfRtt {
-        // Before the fix: the next ACK is likely to come too late when the
-        // oldest segment left less than half an RTT ago.
-        return age >= d.srtt_ns / 2;
-    }
-    // The head's ACK is due one srtt after it left. If that is more than
-    // min(srtt/2, 1 ms) away, waiting would break the ACK clock: send now.
-    // This is the rule since Linux 6.18 and its stable trees ("tcp: fix
-    // tcp_tso_should_defer() vs large RTT", October 2025); before, Linux
-    // sent now only while the head was younger than srtt/2, which at RTTs of
-    // many milliseconds deferred almost every small opening.
-    let ack_due_in_ns = d.srtt_ns as i128 - age as i128;
-    let threshold = (d.srtt_ns / 2).min(DEFER_ACK_HORIZON_NS);
-    if ack_due_in_ns > threshold as i128 {
-        return false;
-    }
-    true
+    // Send now when the next ACK is likely to come too late.
+    let ack_too_late = match d.rule {
+        // The head's ACK is due one srtt after it left; more than
+        // min(srtt/2, 1 ms) away, waiting would break the ACK clock (Linux
+        // 6.18 and its stable trees, "tcp: fix tcp_tso_should_defer() vs
+        // large RTT", October 2025).
+        DeferRule::AckDue => d.srtt_ns.saturating_sub(age) > (d.srtt_ns / 2).min(DEFER_ACK_HORIZON_NS),
+        // Before: while the head is younger than srtt/2, which at RTTs of
+        // many milliseconds deferred almost every small opening.
+        DeferRule::HalfRtt => age < d.srtt_ns / 2,
+    };
+    !ack_too_late
 }
 
 #[cfg(test)]
