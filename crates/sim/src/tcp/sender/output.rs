@@ -478,6 +478,7 @@ mod tso_scripts {
     //! Packet scripts for segmentation offload in `write_xmit`.
 
     use super::super::testing::*;
+    use crate::host::tso::DeferRule;
 
     /// A 1 ms path with an initial window of 30: the goal is the whole 64 KB
     /// (45 segments), each skb at most half of cwnd. An ACK opening the window
@@ -497,6 +498,36 @@ mod tso_scripts {
         check!(h, cwnd = 42);
         expect_tx!(h, 30..51);
         assert_eq!(h.s.counters.skbs_sent, 3);
+    }
+
+    /// A 40 ms path in congestion avoidance, the goal 2 segments. An early
+    /// ACK at 99 ms releases one segment (the last write was long ago); the
+    /// next, 1 ms later, opens the window by one segment again while the head
+    /// (sent at 80 ms) is 20 ms old and its ACK, by srtt, some 15 ms away.
+    /// Linux 6.18 sends it at once (the ACK is due in more than 1 ms); the
+    /// kernels before deferred it (the head is older than srtt/2).
+    #[test]
+    fn an_opening_is_deferred_only_when_the_heads_ack_is_near() {
+        for (rule, deferred) in [(DeferRule::AckDue, false), (DeferRule::HalfRtt, true)] {
+            let mut h = reno().rtt(40).cfg(|c| c.initial_cwnd = 30).tso().start();
+            h.s.tso_defer = rule;
+            h.s.sock.ssthresh = 30;
+            expect_tx!(h, 0..30);
+            h.at(80);
+            ack!(h, 30);
+            check!(h, cwnd = 31);
+            expect_tx!(h, 30..61);
+            h.at(99);
+            ack!(h, 31);
+            expect_tx!(h, 61);
+            h.at(100);
+            ack!(h, 32);
+            if deferred {
+                expect_tx!(h, none);
+            } else {
+                expect_tx!(h, 62);
+            }
+        }
     }
 
     /// TCP Small Queues on a 100 ms path, initial window 10: the pacing rate
