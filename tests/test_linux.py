@@ -4,6 +4,7 @@ and the backend's tools (iperf3, iptables-legacy, the delay program built by
 (validation, parsing, the no-root message) always run."""
 
 import json
+import math
 import os
 import shutil
 import signal
@@ -494,8 +495,11 @@ def test_validate_reuses_stored_kernel_runs(tmp_path):
     # the simulator, with its own override (offloads off on the simulator).
     cli("validate", "--suite", "ci", "--case", "reno-*", "--duration", "3", "--reps", "2", "--out", str(tmp_path / "a"), check=True)
     (first,) = list((tmp_path / "a").iterdir())
-    p = cli("validate", "--kernel-runs", str(first), "--set", "hosts.tso=false", "--out", str(tmp_path / "b"), check=True)
+    p = cli("validate", "--kernel-runs", str(first), "--set", "hosts.tso=false", "--sim-reps", "3", "--out", str(tmp_path / "b"), check=True)
     (second,) = list((tmp_path / "b").iterdir())
+    # More simulator seeds than kernel runs: each is stored and counted.
+    assert (second / "runs" / "reno-50M-40v40ms" / "sim-seed3").exists()
+    assert "2 kernel repetitions, 3 simulator seeds" in (second / "table.md").read_text() and "rank test" not in p.stdout
     assert second.name.startswith("ci-") and not (second / "runs" / "reno-50M-40v40ms" / "linux-seed1").exists()
     before = {(r["case"], r["metric"]): r for r in json.loads((first / "table.json").read_text())}
     after = json.loads((second / "table.json").read_text())
@@ -504,7 +508,8 @@ def test_validate_reuses_stored_kernel_runs(tmp_path):
         assert r["kernel"] == before[(r["case"], r["metric"])]["kernel"], r
         if r["metric"] == "seg_per_skb":
             assert r["sim"] == 1.0 and before[(r["case"], r["metric"])]["sim"] > 1.3, r
-    assert "Kernel runs reused from" in (second / "table.md").read_text() and "2 repetitions" in (second / "table.md").read_text()
+    assert "Kernel runs reused from" in (second / "table.md").read_text()
+    assert all(r["sim_repetitions"] == 3 and r["repetitions"] == 2 for r in after)
     assert "within the kernel's spread:" in p.stdout
 
 
@@ -563,6 +568,44 @@ def test_ratio_factors_and_summary():
     ])
     assert ratio_factors(table) == [("a", 2.0), ("b", 0.8 / 0.7)]
     assert ratio_summary(table) == "throughput ratio within 1.5x of the kernel's mean: 1 of 2 cases (largest factor 2.00, a)"
+
+
+def test_the_rank_test_needs_two_runs_a_side_and_separates_distinct_samples():
+    from ccarena.experiments.crosscheck import rank_test_p
+
+    assert math.isnan(rank_test_p([0.5], [0.4, 0.6]))  # one simulator run
+    assert rank_test_p([0.5, 0.5], [0.5, 0.5, 0.5]) == 1.0
+    # Five kernel runs all above forty simulator seeds: a difference.
+    sim = [0.2 + 0.005 * i for i in range(40)]
+    assert rank_test_p(sim, [0.45, 0.5, 0.55, 0.6, 0.65]) < 0.001
+    # Interleaved samples: no difference.
+    assert rank_test_p([0.3, 0.5, 0.7, 0.4, 0.6], [0.35, 0.55, 0.45, 0.65]) > 0.5
+    # Three runs a side can never reach p < 0.1 (the smallest exact p is 0.1).
+    assert rank_test_p([0.1, 0.2, 0.3], [0.7, 0.8, 0.9]) >= 0.1
+
+
+def test_the_table_tests_each_metric_and_counts_more_simulator_seeds():
+    import pandas as pd
+
+    from ccarena.experiments.crosscheck import rank_summary, summarise, to_markdown
+
+    base = {"share0": 0.5, "utilization": 0.99, "retrans": 100.0, "rtx_per_event": 20.0, "acks_per_seg": 0.3, "seg_per_skb": 16.0}
+    rows = [{"case": "c", "backend": "linux", "seed": k, **base, "ratio": r} for k, r in enumerate([0.45, 0.5, 0.55, 0.6, 0.65], 1)]
+    rows += [{"case": "c", "backend": "sim", "seed": k, **base, "ratio": 0.2 + 0.005 * k} for k in range(1, 41)]
+    table = summarise(pd.DataFrame(rows), ["c"])
+    by = table.set_index("metric")
+    assert by.loc["ratio", "sim_repetitions"] == 40 and by.loc["ratio", "repetitions"] == 5
+    assert by.loc["ratio", "differs"] and by.loc["ratio", "p"] < 0.001
+    assert by.loc["ratio", "sim_min"] == pytest.approx(0.205) and by.loc["ratio", "sim_max"] == pytest.approx(0.4)
+    # Identical runs on both sides: tested, p = 1, no difference.
+    assert by.loc["share0", "p"] == 1.0 and not by.loc["share0", "differs"]
+    assert rank_summary(table).startswith("distributions that differ (Mann-Whitney p < 0.05): 1 of 7 cells; throughput ratio in 1 of 1 cases")
+    meta = {"set": "paper-quick", "description": "d", "repetitions": 5, "sim_repetitions": 40}
+    md = to_markdown(table, meta)
+    assert "(5 kernel repetitions, 40 simulator seeds)" in md and "| **<0.001** |" in md
+    # One kernel run: nothing to test.
+    one = summarise(pd.DataFrame(rows[:1] + rows[5:]), ["c"])
+    assert one["p"].isna().all() and rank_summary(one) == "rank test: no cell with two or more runs on each backend"
 
 
 def test_paired_starts_keep_the_kernels_offsets():

@@ -673,13 +673,19 @@ def validate(
         help="Reuse the kernel runs an earlier validate stored in this directory (its suite, cases, durations and repetitions) and run "
              "only the simulator again; --set then applies to the simulator alone.",
     ),
+    sim_repetitions: Optional[int] = typer.Option(
+        None, "--sim-reps", min=1,
+        help="Simulator seeds per case (default: as many as the kernel's repetitions). The simulator takes seconds per run, so e.g. "
+             "--sim-reps 40 against 5 kernel runs lets the rank test (column p) tell a real difference from run-to-run noise.",
+    ),
 ) -> None:
     """Run a validation suite on the simulator and on a kernel (this machine's or a testbed's), and compare."""
     # The suite's modules load pandas and the backends: only this command needs them.
     import fnmatch
     from .present.tables import Column, Listing
     from .experiments.crosscheck import (
-        METRICS, VALIDATION_SETS, fmt_diff, format_metric, ratio_summary, run_validation, stored_set_name, validation_cases, within_spread,
+        METRICS, VALIDATION_SETS, fmt_diff, format_metric, format_p, rank_summary, ratio_summary, repetitions_text, run_validation,
+        stored_set_name, validation_cases, within_spread,
     )
 
     for s in sets or []:
@@ -704,7 +710,8 @@ def validate(
     kernel = backend_runner(backend, inventory, False) if kernel_runs is None else None
     try:
         table, where = run_validation(suite, out_root, duration, repetitions, log=lambda s: err.print(s, highlight=False, soft_wrap=True),
-                                      backend=kernel, overrides=scenario_overrides, only=case, kernel_runs=kernel_runs)
+                                      backend=kernel, overrides=scenario_overrides, only=case, kernel_runs=kernel_runs,
+                                      sim_repetitions=sim_repetitions)
     finally:
         if hasattr(kernel, "close"):
             kernel.close()
@@ -712,21 +719,24 @@ def validate(
         print(table.to_json(orient="records"))
         err.print(f"stored in {esc(str(where))}")
         return
-    cols = ("case", "metric", "sim", "kernel", "kernel min-max", "sim - kernel", "> spread", "sim, kernel's starts")
+    cols = ("case", "metric", "sim", "kernel", "kernel min-max", "sim - kernel", "> spread", "p", "sim, kernel's starts")
+    runs_text = repetitions_text({"repetitions": int(table.repetitions.max()), "sim_repetitions": int(table.sim_repetitions.max())})
     listing = Listing([Column(c, "left" if c in ("case", "metric") else "right", no_wrap=c not in ("case", "metric")) for c in cols], [],
-                      title=f"validate {suite}: simulator vs kernel ({VALIDATION_SETS[suite].description})")
+                      title=f"validate {suite}: simulator vs kernel ({VALIDATION_SETS[suite].description}); this run: {runs_text}")
     for _, r in table.iterrows():
         m = r.metric
         listing.rows.append([
             r.case, METRICS[m], format_metric(m, r.sim), format_metric(m, r.kernel), f"{format_metric(m, r.kernel_min)}-{format_metric(m, r.kernel_max)}",
             fmt_diff(m, r["diff"]),
             "yes" if r.flagged else "",
+            format_p(r.p).replace("**", "") + (" differs" if r.differs else ""),
             f"{format_metric(m, r.sim_kernel_starts)} ({format_metric(m, r.sim_kernel_starts_min)}-{format_metric(m, r.sim_kernel_starts_max)})",
         ])
     _emit(listing)
     ok, cells = within_spread(table)
     out.print(f"simulator within the kernel's spread: {ok} of {cells} cells")
     out.print(ratio_summary(table))
+    out.print(rank_summary(table))
     out.print(f"stored in [bold]{where}[/bold] (table.md, table.json, table.parquet, runs/)")
 
 

@@ -15,6 +15,16 @@ whose skbs all hold one segment measures 0.999 segments per skb, which is no
 difference from the simulator's 1.0); with one repetition nothing can be
 flagged.
 
+The spread test compares a mean with a range; where both backends ran a case
+several times the table also gives a rank test of the two samples (two-sided
+Mann-Whitney U, p): a small p says the simulator's runs and the kernel's come
+from different distributions, which a mean inside a wide spread can hide and
+a mean outside a narrow one can wrongly suggest. The simulator costs seconds
+per run where the kernel costs the run's duration, so `sim_repetitions` (the
+CLI's ``--sim-reps``) can give it many more seeds than the kernel has runs;
+with three runs a side no p falls below 0.1, with five kernel runs and forty
+simulator seeds a real difference shows.
+
 The simulator is deterministic without random loss (every seed gives the same
 run), while each kernel run starts its flows a little differently: iperf3's
 control handshake delays each flow's data by a few of its RTTs after the
@@ -54,7 +64,7 @@ from ..scenario.traffic import BACKGROUNDS
 from ..scenario.units import parse_duration
 
 __all__ = ["VALIDATION_SETS", "validation_cases", "run_validation", "METRICS", "format_metric", "fmt_diff", "within_spread",
-           "ratio_factors", "ratio_summary", "RATIO_FACTOR_LIMIT", "stored_set_name"]
+           "ratio_factors", "ratio_summary", "RATIO_FACTOR_LIMIT", "stored_set_name", "rank_test_p", "rank_summary", "RANK_TEST_ALPHA"]
 
 
 @dataclass(frozen=True)
@@ -209,6 +219,7 @@ def run_validation(
     overrides: dict | None = None,
     only: list[str] | None = None,
     kernel_runs: str | Path | None = None,
+    sim_repetitions: int | None = None,
 ) -> tuple[pd.DataFrame, Path]:
     """Runs the set on the simulator and on a kernel backend (`backend`:
     this machine's, LINUX, by default; or a testbed backend with its
@@ -224,7 +235,11 @@ def run_validation(
     run's kernel repetitions instead of running the kernel again: its cases,
     durations, repetitions and overrides are the stored ones, and `overrides`
     then apply to the simulator only, on top of the stored ones (to compare a
-    simulator setting against kernel runs that took an hour)."""
+    simulator setting against kernel runs that took an hour).
+
+    `sim_repetitions` (default: as many as the kernel's) sets how many seeds
+    the simulator runs per case (seeds 1..n); the runs from the kernel's
+    measured starts stay one per kernel repetition."""
     overrides = dict(overrides or {})
     sim_overrides = overrides
     stored: Path | None = Path(kernel_runs) if kernel_runs is not None else None
@@ -251,18 +266,30 @@ def run_validation(
     (out / "cases.json").write_text(json.dumps({"set": set_name, "overrides": kernel_overrides, "sim_overrides": sim_overrides,
                                                 "kernel_runs": str(stored) if stored is not None else None,
                                                 "cases": {cid: doc for cid, doc in cases}}, indent=2, default=str))
+    sim_reps = sim_repetitions or reps
+    if sim_reps < 1:
+        raise UsageError(f"sim_repetitions: at least 1 simulator run per case, got {sim_reps}")
     raw: list[dict] = []
-    total = len(cases) * reps
+    total = len(cases) * max(reps, sim_reps)
     done = 0
     for cid, doc in cases:
         cca = doc["flows"][0]["cca"]
         stored_runs = stored / "runs" / cid if stored is not None else None
         stored_kind = _kernel_dir(stored_runs) if stored_runs is not None else None
-        for seed in range(1, reps + 1):
+        for seed in range(1, max(reps, sim_reps) + 1):
             d = json.loads(json.dumps(doc))
             d["run"]["seed"] = seed
             done += 1
             t0 = time.time()
+            if seed > reps:
+                # A simulator seed beyond the kernel's runs.
+                if cca in sim_ccas:
+                    rs = SIM.run(Scenario.from_dict(d, catalogue=sim).with_overrides(sim_overrides))
+                    rs.save(out / "runs" / cid / f"sim-seed{seed}")
+                    ms = metrics_of(rs)
+                    raw.append({"case": cid, "backend": "sim", "seed": seed, **ms})
+                    log(f"[{done}/{total}] {cid} seed {seed}: simulator share {ms['share0']:.3f} ratio {ms['ratio']:.3f} ({time.time() - t0:.0f} s)")
+                continue
             if stored is not None:
                 # The stored directory is the record of those kernel runs: read, not copied.
                 r = load_result(stored_runs / f"{stored_kind}-seed{seed}")
@@ -273,9 +300,10 @@ def run_validation(
             raw.append({"case": cid, "backend": "linux", "seed": seed, **m})
             starts = r.record[r.record["backend"]]["data_start_s"]
             if cca in sim_ccas:
-                rs = SIM.run(Scenario.from_dict(d, catalogue=sim).with_overrides(sim_overrides))
-                rs.save(out / "runs" / cid / f"sim-seed{seed}")
-                raw.append({"case": cid, "backend": "sim", "seed": seed, **metrics_of(rs)})
+                if seed <= sim_reps:
+                    rs = SIM.run(Scenario.from_dict(d, catalogue=sim).with_overrides(sim_overrides))
+                    rs.save(out / "runs" / cid / f"sim-seed{seed}")
+                    raw.append({"case": cid, "backend": "sim", "seed": seed, **metrics_of(rs)})
                 paired = json.loads(json.dumps(d))
                 # data_start_s is iperf3's test start on the server, one RTT
                 # before the first data segment leaves the client (TEST_RUNNING
@@ -299,7 +327,8 @@ def run_validation(
     table = summarise(runs, [cid for cid, _ in cases])
     table.to_parquet(out / "table.parquet", index=False)
     (out / "table.json").write_text(table.to_json(orient="records", indent=2))
-    meta = {"set": set_name, "description": VALIDATION_SETS[set_name].description, "repetitions": reps, "overrides": kernel_overrides,
+    meta = {"set": set_name, "description": VALIDATION_SETS[set_name].description, "repetitions": reps, "sim_repetitions": sim_reps,
+            "overrides": kernel_overrides,
             "cases": [cid for cid, _ in cases] if only else None,
             "kernel_runs": str(stored) if stored is not None else None, "sim_overrides": sim_overrides if stored is not None else None}
     (out / "table.md").write_text(to_markdown(table, meta))
@@ -360,11 +389,15 @@ def summarise(runs: pd.DataFrame, order: list[str]) -> pd.DataFrame:
             spread = float(np.max(k) - np.min(k)) if len(k) else float("nan")
             smean = float(np.mean(s)) if len(s) else float("nan")
             diff = smean - kmean
+            p = rank_test_p(s, k)
             rows.append(
                 {
                     "case": cid,
                     "metric": m,
                     "sim": smean,
+                    "sim_min": float(np.min(s)) if len(s) else float("nan"),
+                    "sim_max": float(np.max(s)) if len(s) else float("nan"),
+                    "sim_repetitions": int(len(s)),
                     "sim_kernel_starts": float(np.mean(ps)) if len(ps) else float("nan"),
                     "sim_kernel_starts_min": float(np.min(ps)) if len(ps) else float("nan"),
                     "sim_kernel_starts_max": float(np.max(ps)) if len(ps) else float("nan"),
@@ -375,9 +408,48 @@ def summarise(runs: pd.DataFrame, order: list[str]) -> pd.DataFrame:
                     "diff": diff,
                     "repetitions": int(len(k)),
                     "flagged": bool(len(k) > 1 and len(s) and abs(diff) > max(spread, RESOLUTION.get(m, 0.0))),
+                    "p": p,
+                    "differs": bool(p == p and p < RANK_TEST_ALPHA and abs(diff) > RESOLUTION.get(m, 0.0)),
                 }
             )
     return pd.DataFrame(rows)
+
+
+#: A rank test's p below this marks the simulator's runs and the kernel's as
+#: different distributions ("differs").
+RANK_TEST_ALPHA = 0.05
+
+
+def rank_test_p(sim: np.ndarray, kernel: np.ndarray) -> float:
+    """Two-sided Mann-Whitney U p-value of the simulator's runs against the
+    kernel's (exact for small samples without ties); NaN unless both sides
+    have at least two runs, 1.0 when every run of both gave the same value."""
+    sim = np.asarray(sim, dtype=float)
+    kernel = np.asarray(kernel, dtype=float)
+    sim, kernel = sim[~np.isnan(sim)], kernel[~np.isnan(kernel)]
+    if len(sim) < 2 or len(kernel) < 2:
+        return float("nan")
+    if np.ptp(np.concatenate([sim, kernel])) == 0:
+        return 1.0
+    from scipy.stats import mannwhitneyu
+
+    return float(mannwhitneyu(sim, kernel, alternative="two-sided").pvalue)
+
+
+def rank_summary(table: pd.DataFrame) -> str:
+    """One line: cells whose runs differ by the rank test, out of those it could test."""
+    tested = table[table["p"].notna()] if "p" in table else table.iloc[0:0]
+    if tested.empty:
+        return "rank test: no cell with two or more runs on each backend"
+    differ = tested[tested["differs"]]
+    line = f"distributions that differ (Mann-Whitney p < {RANK_TEST_ALPHA:g}): {len(differ)} of {len(tested)} cells"
+    ratios = tested[tested.metric == "ratio"]
+    if len(ratios):
+        line += f"; throughput ratio in {int(ratios['differs'].sum())} of {len(ratios)} cases"
+    if len(differ):
+        worst = differ.loc[differ["p"].idxmin()]
+        line += f" (smallest p {worst['p']:.2g}: {worst['case']} {METRICS[worst['metric']]})"
+    return line
 
 
 # Half the last digit format_metric shows: smaller differences are invisible
@@ -447,23 +519,40 @@ def ratio_summary(table: pd.DataFrame) -> str:
 def to_markdown(table: pd.DataFrame, meta: dict) -> str:
     ok, cells = within_spread(table)
     lines = [
-        f"Validation set `{meta['set']}`: {meta['description']} ({meta['repetitions']} repetitions per backend).",
+        f"Validation set `{meta['set']}`: {meta['description']} ({repetitions_text(meta)}).",
         "",
         *([f"Overrides on both backends: {', '.join(f'`{k}={v}`' for k, v in meta['overrides'].items())}.", ""] if meta.get("overrides") else []),
         *([f"Only the cases {', '.join(meta['cases'])}.", ""] if meta.get("cases") else []),
         *([f"Kernel runs reused from `{Path(meta['kernel_runs']).name}`; the simulator ran with "
            f"{', '.join(f'`{k}={v}`' for k, v in meta['sim_overrides'].items()) or 'no overrides'}.", ""] if meta.get("kernel_runs") else []),
-        f"Simulator within the kernel's spread: {ok} of {cells} cells; {ratio_summary(table)}.",
+        f"Simulator within the kernel's spread: {ok} of {cells} cells; {ratio_summary(table)}; {rank_summary(table)}.",
         "",
-        "| case | metric | sim | kernel (mean) | kernel min-max | sim - kernel | > spread | sim, kernel's starts (mean, min-max) |",
-        "|---|---|---|---|---|---|---|---|",
+        "| case | metric | sim (mean) | sim min-max | kernel (mean) | kernel min-max | sim - kernel | > spread | p | sim, kernel's starts (mean, min-max) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for _, r in table.iterrows():
         m = r["metric"]
         flag = "**yes**" if r["flagged"] else ""
         lines.append(
-            f"| {r['case']} | {METRICS[m]} | {format_metric(m, r['sim'])} | {format_metric(m, r['kernel'])} | "
-            f"{format_metric(m, r['kernel_min'])}-{format_metric(m, r['kernel_max'])} | {fmt_diff(m, r['diff'])} | {flag} | "
+            f"| {r['case']} | {METRICS[m]} | {format_metric(m, r['sim'])} | {format_metric(m, r['sim_min'])}-{format_metric(m, r['sim_max'])} | "
+            f"{format_metric(m, r['kernel'])} | "
+            f"{format_metric(m, r['kernel_min'])}-{format_metric(m, r['kernel_max'])} | {fmt_diff(m, r['diff'])} | {flag} | {format_p(r['p'], r['differs'])} | "
             f"{format_metric(m, r['sim_kernel_starts'])} ({format_metric(m, r['sim_kernel_starts_min'])}-{format_metric(m, r['sim_kernel_starts_max'])}) |"
         )
     return "\n".join(lines) + "\n"
+
+
+def format_p(p: float, differs: bool = False) -> str:
+    """A rank test's p as the tables show it ("n/a" without one; bold where the runs differ)."""
+    if p != p:
+        return "n/a"
+    text = f"{p:.2g}" if p >= 0.001 else "<0.001"
+    return f"**{text}**" if differs else text
+
+
+def repetitions_text(meta: dict) -> str:
+    """How many runs each backend made, as the tables' headings say it."""
+    reps, sims = meta["repetitions"], meta.get("sim_repetitions") or meta["repetitions"]
+    if sims == reps:
+        return f"{reps} repetitions per backend"
+    return f"{reps} kernel repetitions, {sims} simulator seeds"
