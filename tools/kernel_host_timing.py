@@ -11,7 +11,12 @@ reports what the host model of the simulator is built from:
   ACK answered;
 * sender: segments per transmitted skb (TSO/GSO super-packets), ACK
   inter-arrival times, the turnaround from an ACK's arrival to the first
-  data packet it released, and the share of skbs no ACK released.
+  data packet it released, and the share of skbs no ACK released;
+* bottleneck (a capture of the left router's egress, after tbf): how late
+  tbf releases each skb against the line its tokens allow (its watchdog
+  timer's lateness), each flow's skb sizes there, and how clumped the
+  flows' skbs are (mean run of one flow's consecutive skbs, against the run
+  the same counts interleaved at random would give).
 
 Usage (root; tcpdump installed)::
 
@@ -145,6 +150,54 @@ def analyse(sender: Path, receiver: Path, data_port: int) -> dict:
     return out
 
 
+#: Headers per segment as tbf counts an skb (qdisc_pkt_len: Ethernet + IPv4
+#: + TCP with timestamps for every segment of a GSO skb).
+FRAME_OVERHEAD = 14 + 20 + 32
+
+
+def analyse_bottleneck(path: Path, tbf_rate_bps: int, window: int = 50) -> dict:
+    """tbf's releases as its egress saw them (data towards the receivers)."""
+    rows = []
+    for t, fr in read_pcap(path):
+        f = tcp_fields(fr)
+        if f and f[1] > 0 and fr[14 + 16] == 198 and fr[14 + 17] == 19:
+            segs = max(1, round(f[1] / MSS))
+            rows.append((t, (fr[14 + 18], f[4]), segs, f[1] + segs * FRAME_OVERHEAD))
+    rows = rows[len(rows) // 10 :]  # past slow start
+    out: dict = {"skbs": len(rows)}
+    if len(rows) < 2 * window + 1:
+        return out
+    # Against the line the tokens allow: skb i leaves once the tokens for it
+    # and every skb before it have come, t_i - (bytes up to i) / rate, less
+    # that line's minimum over the nearby skbs (the queue stays backlogged).
+    byte_ns = 8e9 / tbf_rate_bps
+    cum = 0.0
+    x = []
+    for t, _, _, length in rows:
+        cum += length
+        x.append(t - cum * byte_ns)
+    late = [(x[i] - min(x[max(0, i - window) : i + window + 1])) / 1000 for i in range(len(x))]
+    out["release_lateness_us"] = percentiles(late)
+    flows = sorted({k for _, k, _, _ in rows})
+    out["segments_per_skb"] = {f"flow{j}": percentiles([s for _, k, s, _ in rows if k == key]) for j, key in enumerate(flows)}
+    runs: dict = {key: [] for key in flows}
+    prev, n = None, 0
+    for _, key, _, _ in rows + [(0, None, 0, 0)]:
+        if key == prev:
+            n += 1
+            continue
+        if prev is not None:
+            runs[prev].append(n)
+        prev, n = key, 1
+    total = len(rows)
+    out["same_flow_run"] = {
+        f"flow{j}": {"mean": round(sum(runs[key]) / len(runs[key]), 2),
+                     "random": round(1 / (1 - sum(1 for _, k, _, _ in rows if k == key) / total), 2)}
+        for j, key in enumerate(flows) if runs[key]
+    }
+    return out
+
+
 def capture(ns_suffix: str, iface: str, path: Path, stop: threading.Event, procs: list) -> None:
     """Waits for the run's namespace ending in `ns_suffix` and captures on it."""
     while not stop.is_set():
@@ -174,6 +227,7 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=10.0)
     args = ap.parse_args()
     from ccarena.backends.linux import run_linux
+    from ccarena.backends.linux.mapping import tbf_rate_bps
     from ccarena.scenario.units import parse_rate  # type: ignore[attr-defined]
 
     rate = parse_rate(args.rate)
@@ -188,8 +242,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         stop = threading.Event()
         procs: list = []
-        files = {"s0": Path(tmp) / "s0.pcap", "r0": Path(tmp) / "r0.pcap"}
-        threads = [threading.Thread(target=capture, args=(f"-{k}", "eth0", p, stop, procs)) for k, p in files.items()]
+        files = {"s0": Path(tmp) / "s0.pcap", "r0": Path(tmp) / "r0.pcap", "L": Path(tmp) / "btl.pcap"}
+        threads = [threading.Thread(target=capture, args=(f"-{k}", "btl" if k == "L" else "eth0", p, stop, procs)) for k, p in files.items()]
         for th in threads:
             th.start()
         try:
@@ -206,6 +260,7 @@ def main() -> None:
             errors = {k: (files[k].with_suffix(".pcap.err").read_text()[-300:] if files[k].with_suffix(".pcap.err").exists() else "") for k in missing}
             raise SystemExit(f"no capture on {', '.join(missing)}: {errors}")
         summary = analyse(files["s0"], files["r0"], 5201)
+        summary["bottleneck"] = analyse_bottleneck(files["L"], tbf_rate_bps(rate))
         summary["setup"] = {k: v for k, v in vars(args).items()}
         print(json.dumps(summary, indent=1))
 
