@@ -431,6 +431,7 @@ def rank_test_p(sim: np.ndarray, kernel: np.ndarray) -> float:
         return float("nan")
     if np.ptp(np.concatenate([sim, kernel])) == 0:
         return 1.0
+    # SciPy takes a few tenths of a second to load: only tables with runs to rank need it.
     from scipy.stats import mannwhitneyu
 
     return float(mannwhitneyu(sim, kernel, alternative="two-sided").pvalue)
