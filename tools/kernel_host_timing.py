@@ -31,6 +31,8 @@ command lines that produced them are recorded in docs/fidelity.md.
 from __future__ import annotations
 
 import argparse
+import collections
+import itertools
 import json
 import struct
 import subprocess
@@ -184,19 +186,12 @@ def analyse_bottleneck(path: Path, tbf_rate_bps: int, window: int = 50) -> dict:
     flows = sorted({k for _, k, _, _ in rows})
     out["segments_per_skb"] = {f"flow{j}": percentiles([s for _, k, s, _ in rows if k == key]) for j, key in enumerate(flows)}
     runs: dict = {key: [] for key in flows}
-    prev, n = None, 0
-    for _, key, _, _ in rows + [(0, None, 0, 0)]:
-        if key == prev:
-            n += 1
-            continue
-        if prev is not None:
-            runs[prev].append(n)
-        prev, n = key, 1
-    total = len(rows)
+    for key, group in itertools.groupby(k for _, k, _, _ in rows):
+        runs[key].append(sum(1 for _ in group))
+    counts = collections.Counter(k for _, k, _, _ in rows)
     out["same_flow_run"] = {
-        f"flow{j}": {"mean": round(sum(runs[key]) / len(runs[key]), 2),
-                     "random": round(1 / (1 - sum(1 for _, k, _, _ in rows if k == key) / total), 2)}
-        for j, key in enumerate(flows) if runs[key]
+        f"flow{j}": {"mean": round(sum(runs[key]) / len(runs[key]), 2), "random": round(1 / (1 - counts[key] / len(rows)), 2)}
+        for j, key in enumerate(flows)
     }
     return out
 

@@ -729,7 +729,7 @@ def validate(
             r.case, METRICS[m], format_metric(m, r.sim), format_metric(m, r.kernel), f"{format_metric(m, r.kernel_min)}-{format_metric(m, r.kernel_max)}",
             fmt_diff(m, r["diff"]),
             "yes" if r.flagged else "",
-            format_p(r.p).replace("**", "") + (" differs" if r.differs else ""),
+            format_p(r.p) + (" differs" if r.differs else ""),
             f"{format_metric(m, r.sim_kernel_starts)} ({format_metric(m, r.sim_kernel_starts_min)}-{format_metric(m, r.sim_kernel_starts_max)})",
         ])
     _emit(listing)

@@ -272,6 +272,15 @@ def run_validation(
     raw: list[dict] = []
     total = len(cases) * max(reps, sim_reps)
     done = 0
+
+    def run_sim(cid: str, seed: int, d: dict) -> dict:
+        """The simulator's run of case `cid` with seed `seed`: stored, and its metrics kept."""
+        rs = SIM.run(Scenario.from_dict(d, catalogue=sim).with_overrides(sim_overrides))
+        rs.save(out / "runs" / cid / f"sim-seed{seed}")
+        ms = metrics_of(rs)
+        raw.append({"case": cid, "backend": "sim", "seed": seed, **ms})
+        return ms
+
     for cid, doc in cases:
         cca = doc["flows"][0]["cca"]
         stored_runs = stored / "runs" / cid if stored is not None else None
@@ -284,10 +293,7 @@ def run_validation(
             if seed > reps:
                 # A simulator seed beyond the kernel's runs.
                 if cca in sim_ccas:
-                    rs = SIM.run(Scenario.from_dict(d, catalogue=sim).with_overrides(sim_overrides))
-                    rs.save(out / "runs" / cid / f"sim-seed{seed}")
-                    ms = metrics_of(rs)
-                    raw.append({"case": cid, "backend": "sim", "seed": seed, **ms})
+                    ms = run_sim(cid, seed, d)
                     log(f"[{done}/{total}] {cid} seed {seed}: simulator share {ms['share0']:.3f} ratio {ms['ratio']:.3f} ({time.time() - t0:.0f} s)")
                 continue
             if stored is not None:
@@ -301,9 +307,7 @@ def run_validation(
             starts = r.record[r.record["backend"]]["data_start_s"]
             if cca in sim_ccas:
                 if seed <= sim_reps:
-                    rs = SIM.run(Scenario.from_dict(d, catalogue=sim).with_overrides(sim_overrides))
-                    rs.save(out / "runs" / cid / f"sim-seed{seed}")
-                    raw.append({"case": cid, "backend": "sim", "seed": seed, **metrics_of(rs)})
+                    run_sim(cid, seed, d)
                 paired = json.loads(json.dumps(d))
                 # data_start_s is iperf3's test start on the server, one RTT
                 # before the first data segment leaves the client (TEST_RUNNING
@@ -439,7 +443,7 @@ def rank_test_p(sim: np.ndarray, kernel: np.ndarray) -> float:
 
 def rank_summary(table: pd.DataFrame) -> str:
     """One line: cells whose runs differ by the rank test, out of those it could test."""
-    tested = table[table["p"].notna()] if "p" in table else table.iloc[0:0]
+    tested = table[table["p"].notna()]
     if tested.empty:
         return "rank test: no cell with two or more runs on each backend"
     differ = tested[tested["differs"]]
