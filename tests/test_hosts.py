@@ -1,10 +1,12 @@
 """The [hosts] table: segmentation offload, batched receivers, the hosts' line
 rate; checked like every table, recorded per flow, mapped onto the kernel."""
 
+import math
+
 import pytest
 
 import ccarena
-from ccarena.scenario import Scenario, ScenarioError
+from ccarena.scenario import Scenario, ScenarioError, schema
 
 
 def doc(hosts=None, rate="100Mbps", **network):
@@ -106,15 +108,21 @@ def test_router_errors_name_the_field(network, field):
     assert e.value.field == field
 
 
-def test_path_delay_noise_defaults_to_the_measured_emulator_and_can_be_turned_off():
+def test_path_delay_noise_defaults_to_the_measured_return_path_and_can_be_turned_off():
     default = Scenario.from_dict(doc()).engine["network"]
-    assert "delay_noise" not in default  # the engine's default: the linux backend's measured lateness
+    assert "delay_noise" not in default  # the engine's default: the linux backend's measured return-path noise
     off = Scenario.from_dict(doc(delay_noise="none")).engine["network"]
     assert off["delay_noise"] is None
     fixed = Scenario.from_dict(doc(delay_noise="40us")).engine["network"]
     assert fixed["delay_noise"] == {"distribution": "constant", "value": 40_000.0}
     ln = Scenario.from_dict(doc(delay_noise={"distribution": "lognormal", "median": "25us", "sigma": 0.5})).engine["network"]
     assert ln["delay_noise"]["distribution"] == "lognormal"
+    # The default's own form, a lognormal body with a Pareto tail, takes its
+    # body's median with a unit too.
+    tailed = {"distribution": "lognormal_pareto", "median": "60us", "sigma": 0.55, "k": "200us", "alpha": 0.5, "tail": 0.03, "max": "3ms"}
+    lp = Scenario.from_dict(doc(delay_noise=tailed)).engine["network"]["delay_noise"]
+    assert lp["mu"] == pytest.approx(math.log(60_000)) and lp["k"] == 200_000 and lp["max"] == 3e6
+    assert lp == pytest.approx(schema.default("network", "delay_noise"))
     # Exact delays give the clockwork results; the default noise moves them.
     base = {"run.duration": "4s", "run.warmup": "1s"}
     r_default = ccarena.run("bench", overrides=base).flows.throughput_mbps.tolist()

@@ -18,7 +18,12 @@ reports what the host model of the simulator is built from:
   does at 400 Mbit/s with a 10 ms buffer, not where it empties and the
   bucket refills), each flow's skb sizes there, and how clumped the flows'
   skbs are (mean run of one flow's consecutive skbs, against the run the
-  same counts interleaved at random would give).
+  same counts interleaved at random would give);
+* the ACK clock's noise (the left router's captures of its bottleneck
+  interface and of its interfaces towards the senders): per flow, how much
+  later than its fastest an skb's ACK comes back (`return`) and the
+  sender's next skb reaches the router (`loop`), the data that the
+  simulator's `network.delay_noise` is fitted to.
 
 Usage (root; tcpdump installed)::
 
@@ -31,6 +36,7 @@ command lines that produced them are recorded in docs/fidelity.md.
 from __future__ import annotations
 
 import argparse
+import bisect
 import collections
 import itertools
 import json
@@ -196,6 +202,104 @@ def analyse_bottleneck(path: Path, tbf_rate_bps: int, window: int = 50) -> dict:
     return out
 
 
+def return_path_noise(btl: Path, arrivals: list[Path]) -> dict:
+    """How much later than its fastest each flow's ACK clock turns, per flow.
+
+    From the left router's captures: of its bottleneck interface, which sees
+    each data skb leave tbf and, a round trip later, the ACKs come in, and of
+    its interfaces towards the senders, which see their next skbs arrive.
+    For every skb, `return`: the time from its departure to the first ACK
+    covering its last byte (cumulatively or in a SACK block, so that skbs
+    behind a loss do not wait for its retransmission); `loop`: to the
+    sender's next skb after that ACK reaching the router. Each less that
+    flow's 0.1st percentile (the fixed part: propagation, the delay
+    program's hold, serialisation). What is left is the timing noise of the
+    right router, the receiver's stack and application reads, the delay
+    program, the sender's turnaround and the CPUs' scheduling: what the
+    simulator's `network.delay_noise` stands for (docs/fidelity.md)."""
+    data: dict = collections.defaultdict(list)
+    acks: dict = collections.defaultdict(list)
+    for t, fr in read_pcap(btl):
+        f = tcp_fields(fr)
+        if not f:
+            continue
+        ip = fr[14:]
+        if f[1] >= 1000 and ip[16] == 198 and ip[17] == 19:
+            data[(ip[18], f[4])].append((t, f[2] + f[1]))
+        elif f[1] == 0 and ip[12] == 198 and ip[13] == 19:
+            acks[(ip[14], f[5])].append((t, max([f[3], *sack_right_edges(ip)], key=lambda x: (x - f[3]) & 0xFFFFFFFF)))
+    arriving: dict = collections.defaultdict(list)
+    for path in arrivals:
+        for t, fr in read_pcap(path):
+            f = tcp_fields(fr)
+            if f and f[1] >= 1000 and fr[14 + 16] == 198 and fr[14 + 17] == 19:
+                arriving[(fr[14 + 18], f[4])].append(t)
+    out: dict = {}
+    for j, key in enumerate(sorted(k for k in data if len(data[k]) > 100 and acks.get(k))):
+        ack_times = [t for t, _ in acks[key]]
+        covered = list(itertools.accumulate(unwrap([a for _, a in acks[key]]), max))
+        skbs = list(zip((t for t, _ in data[key]), unwrap([e for _, e in data[key]])))
+        skbs = skbs[len(skbs) // 10 :]  # past slow start
+        nexts = sorted(arriving.get(key, []))
+        back, loop = [], []
+        for t, end in skbs:
+            i = bisect.bisect_left(covered, end)
+            if i < len(covered) and ack_times[i] > t:
+                back.append(ack_times[i] - t)
+                n = bisect.bisect_right(nexts, ack_times[i])
+                if n < len(nexts):
+                    loop.append(nexts[n] - t)
+        out[f"flow{j}"] = {"skbs": len(back), "return": noise_percentiles(back), "loop": noise_percentiles(loop)}
+    return out
+
+
+def noise_percentiles(delays: list[int]) -> dict:
+    """Percentiles in microseconds of delays (ns) above their 0.1st percentile."""
+    if not delays:
+        return {}
+    s = sorted(delays)
+    floor = s[len(s) // 1000]
+    pick = lambda q: round((s[min(len(s) - 1, int(q * len(s)))] - floor) / 1000, 1)  # noqa: E731
+    return {"floor_us": round(floor / 1000, 1), **{f"p{q:g}": pick(q / 100) for q in (10, 25, 50, 75, 90, 95, 97, 99, 99.5, 99.9)}}
+
+
+def sack_right_edges(ip: bytes) -> list[int]:
+    """The right edges of an IPv4/TCP packet's SACK blocks (the capture's
+    96 bytes hold every option)."""
+    ihl = (ip[0] & 0x0F) * 4
+    tcp = ip[ihl:]
+    opts = tcp[20 : (tcp[12] >> 4) * 4]
+    edges, i = [], 0
+    while i < len(opts):
+        kind = opts[i]
+        if kind == 0:
+            break
+        if kind == 1:
+            i += 1
+            continue
+        if i + 1 >= len(opts) or opts[i + 1] < 2:
+            break
+        size = opts[i + 1]
+        if kind == 5:
+            block = opts[i + 2 : i + size]
+            edges += [struct.unpack(">I", block[j + 4 : j + 8])[0] for j in range(0, len(block) - 7, 8)]
+        i += size
+    return edges
+
+
+def unwrap(seqs: list[int]) -> list[int]:
+    """32-bit sequence numbers made monotonic across wraps."""
+    out, base, prev = [], 0, None
+    for s in seqs:
+        if prev is not None and s - prev < -(1 << 31):
+            base += 1 << 32
+        elif prev is not None and s - prev > (1 << 31):
+            base -= 1 << 32
+        prev = s
+        out.append(s + base)
+    return out
+
+
 def capture(ns_suffix: str, iface: str, path: Path, stop: threading.Event, procs: list) -> None:
     """Waits for the run's namespace ending in `ns_suffix` and captures on it."""
     while not stop.is_set():
@@ -241,7 +345,11 @@ def main() -> None:
         stop = threading.Event()
         procs: list = []
         files = {"s0": Path(tmp) / "s0.pcap", "r0": Path(tmp) / "r0.pcap", "L": Path(tmp) / "btl.pcap"}
-        threads = [threading.Thread(target=capture, args=(f"-{k}", "btl" if k == "L" else "eth0", p, stop, procs)) for k, p in files.items()]
+        # The left router's interfaces towards the senders (named after them).
+        towards = {f"L{i}": Path(tmp) / f"L-s{i}.pcap" for i in range(args.flows)}
+        where = {**{k: ("-" + k, "eth0") for k in ("s0", "r0")}, "L": ("-L", "btl"), **{k: ("-L", f"s{k[1:]}") for k in towards}}
+        files.update(towards)
+        threads = [threading.Thread(target=capture, args=(*where[k], p, stop, procs)) for k, p in files.items()]
         for th in threads:
             th.start()
         try:
@@ -259,6 +367,7 @@ def main() -> None:
             raise SystemExit(f"no capture on {', '.join(missing)}: {errors}")
         summary = analyse(files["s0"], files["r0"], 5201)
         summary["bottleneck"] = analyse_bottleneck(files["L"], tbf_rate_bps(rate))
+        summary["return_path_noise_us"] = return_path_noise(files["L"], [files[k] for k in towards])
         summary["setup"] = {k: v for k, v in vars(args).items()}
         print(json.dumps(summary, indent=1))
 

@@ -142,11 +142,12 @@ fn the_write_queue_sends_leftovers_as_smaller_skbs() {
 /// Two CUBIC flows with equal RTTs through a Linux router's full drop-tail
 /// queue settle into a winner and a loser: which flow's skb the full queue
 /// turns away is decided by timing. With exact delays the roles hardly ever
-/// swap once set (a phase lock; Floyd and Jacobson 1992); with the lateness
-/// of a real delay emulator (`network.delay_noise`, measured on the linux
-/// backend: median 25 us) the lead changes hands during a run as it does on
-/// the kernel, though still less often (docs/fidelity.md: 15 changes in 40
-/// runs with exact delays, 22 with the noise, about 6 in the kernel's 5).
+/// swap once set (a phase lock; Floyd and Jacobson 1992); with the timing
+/// noise of a real return path (`network.delay_noise`, measured end to end
+/// on the linux backend) the lead changes hands during a run as it does on
+/// the kernel, though still less often (docs/fidelity.md: with the first
+/// measured noise, a 25 us lognormal, 15 changes in 40 runs with exact
+/// delays, 22 with the noise, about 6 in the kernel's 5).
 /// Slow (80 runs of 120 s): `cargo test --release -- --ignored`.
 #[test]
 #[ignore]
@@ -187,10 +188,11 @@ fn the_path_delay_noise_lets_equal_rtt_flows_swap_the_lead() {
     assert!(swaps(&noisy) > swaps(&exact));
 }
 
-/// The return leg is late by the emulator's noise: early in slow start
-/// (an empty queue, 0.3 s in) the smoothed RTT carries the lateness: exactly
-/// 100 us more with a constant 100 us, a few tens of microseconds more with
-/// the default lognormal (median 25 us).
+/// The return leg is late by the path's noise: early in slow start (an
+/// empty queue, 0.3 s in) the smoothed RTT carries the lateness: exactly
+/// 100 us more with a constant 100 us; with the default (median 60 us, 3 %
+/// of draws up to 3 ms, each holding back the ACKs behind it, which slow
+/// start sends close together) tens to hundreds of microseconds more.
 #[test]
 fn the_path_delay_noise_makes_acks_late() {
     let srtt = |noise: Option<Dist>| {
@@ -204,5 +206,5 @@ fn the_path_delay_noise_makes_acks_late() {
     let shifted = srtt(Some(Dist::Constant { value: 100_000.0 }));
     eprintln!("sRTT at 0.3 s: exact {exact} us, with the default noise {noisy} us, 100 us late {shifted} us");
     assert_eq!(shifted, exact + 100);
-    assert!(noisy > exact + 10 && noisy < exact + 100, "{exact} -> {noisy}");
+    assert!(noisy > exact + 30 && noisy < exact + 2_000, "{exact} -> {noisy}");
 }

@@ -27,8 +27,8 @@ __all__ = [
 ]
 
 #: Fields of a distribution a scenario may write besides the engine's:
-#: lognormal's median (with a unit) instead of mu.
-_SCENARIO_ONLY = {"lognormal": {"median"}}
+#: A lognormal body's median (with a unit) instead of mu.
+_SCENARIO_ONLY = {"lognormal": {"median"}, "lognormal_pareto": {"median"}}
 #: Fields without a unit (shapes); the others take the unit of the value drawn.
 _UNITLESS = {"alpha", "sigma", "mu", "tail"}
 
@@ -52,7 +52,7 @@ def resolve_dist(value: Any, parse: Callable[[Any], int], where: str) -> dict:
     or bytes). A plain value is a constant; a table names its ``distribution``:
     constant {value}, uniform {min, max}, exponential {mean}, normal {mean, sd,
     min, max}, lognormal {median or mu, sigma}, pareto {k, alpha, max},
-    lognormal_pareto {mu, sigma, k, alpha, tail, max}; "surge" is SURGE's file sizes."""
+    lognormal_pareto {median or mu, sigma, k, alpha, tail, max}; "surge" is SURGE's file sizes."""
     if value == "surge":
         return surge()
     if not isinstance(value, dict):
@@ -74,7 +74,7 @@ def resolve_dist(value: Any, parse: Callable[[Any], int], where: str) -> dict:
             continue
         else:
             out[key] = float(unit(parse, v, w))
-    if kind == "lognormal" and "median" in out:
+    if kind in _SCENARIO_ONLY and "median" in out:
         if "mu" in out:
             raise ScenarioError(where, "give either median (with a unit) or mu (ln of ns or bytes)")
         if out["median"] <= 0:
@@ -83,7 +83,7 @@ def resolve_dist(value: Any, parse: Callable[[Any], int], where: str) -> dict:
     for key, f in fields.items():
         if key not in out:
             if f["required"]:
-                hint = " (or median, with a unit)" if key == "mu" and kind == "lognormal" else ""
+                hint = " (or median, with a unit)" if key == "mu" and kind in _SCENARIO_ONLY else ""
                 raise ScenarioError(f"{where}.{key}", f"missing required field{hint}")
             continue
         schema.check_range(out[key], f, f"{where}.{key}", value.get(key))

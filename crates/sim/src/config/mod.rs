@@ -72,27 +72,48 @@ pub struct NetworkConfig {
     #[serde(default)]
     #[schema(min = 1514, kind = "bytes", unit = "bytes")]
     pub router_burst: Option<u64>,
-    /// How late the path's delay emulation releases each packet on a flow's
-    /// return (ACK) leg, in nanoseconds: drawn per packet and added to the
-    /// leg's delay, never reordering (a packet leaves no earlier than the one
-    /// ahead of it). Delay emulators are not clockwork: the linux backend's
-    /// delay program releases ACKs a mean 25-40 us late (netem has its own
-    /// timer and softirq latency), and that noise decides which flow a full
-    /// drop-tail queue turns away (docs/fidelity.md). Default: the linux
-    /// backend's measured lateness; None: exact delays.
+    /// How late each packet on a flow's return (ACK) leg arrives beyond the
+    /// leg's fixed delay, in nanoseconds: drawn per packet, never reordering
+    /// (a packet leaves no earlier than the one ahead of it, so a late draw
+    /// holds back those behind it). It stands for all of the return path's
+    /// timing noise between the bottleneck and the sender: the receiving
+    /// host's stack and application reads, the delay emulator's timers and
+    /// the CPUs' scheduling. That noise decides which flow a full drop-tail
+    /// queue turns away, and without it flows of equal RTT lock into
+    /// unequal shares (docs/fidelity.md). Default: the linux backend's, as
+    /// measured end to end; None: exact delays.
     #[serde(default = "default_delay_noise")]
     pub delay_noise: Option<Dist>,
 }
 
-/// The linux backend's delay program as measured on its 400 Mbit/s runs
-/// (2026-11-26, `delay_stats` of the stored kernel runs: mean 27-29 us, p99
-/// 77-84 us): a lognormal with median 25 us and sigma 0.5 has mean 28 us and
-/// p99 80 us.
-pub const DELAY_NOISE_MEDIAN_NS: f64 = 25_000.0;
-pub const DELAY_NOISE_SIGMA: f64 = 0.5;
+/// The linux backend's return-path noise, measured end to end on its
+/// two-flow runs at 400 Mbit/s and 1 Gbit/s (2026-11-26,
+/// `tools/kernel_host_timing.py`, `return_path_noise_us`: from each skb's
+/// departure from tbf to the first ACK that covers it, cumulatively or by
+/// SACK, coming back to the left router, less the fastest; with the sender's
+/// turnaround to its next skb, which delays the next arrival at the queue as
+/// much): p50 48-104 us, p90 118-189, p95 172-308, p99 0.65-1.2 ms, p99.9
+/// 1.9-4.9 ms. Drawn here as a lognormal body of median 60 us and sigma 0.55
+/// below 200 us, and 3 % of draws in a Pareto tail of shape 0.5 above it up
+/// to 3 ms; the draws' FIFO order (a late ACK holds back the ones behind
+/// it, at about one ACK per millisecond per flow) fattens the tail to the
+/// measured shape.
+pub const RETURN_NOISE_MEDIAN_NS: f64 = 60_000.0;
+pub const RETURN_NOISE_SIGMA: f64 = 0.55;
+pub const RETURN_NOISE_TAIL_FROM_NS: f64 = 200_000.0;
+pub const RETURN_NOISE_TAIL_SHARE: f64 = 0.03;
+pub const RETURN_NOISE_TAIL_ALPHA: f64 = 0.5;
+pub const RETURN_NOISE_MAX_NS: f64 = 3_000_000.0;
 
 pub fn default_delay_noise() -> Option<Dist> {
-    Some(Dist::Lognormal { mu: DELAY_NOISE_MEDIAN_NS.ln(), sigma: DELAY_NOISE_SIGMA })
+    Some(Dist::LognormalPareto {
+        mu: RETURN_NOISE_MEDIAN_NS.ln(),
+        sigma: RETURN_NOISE_SIGMA,
+        k: RETURN_NOISE_TAIL_FROM_NS,
+        alpha: RETURN_NOISE_TAIL_ALPHA,
+        tail: Some(RETURN_NOISE_TAIL_SHARE),
+        max: Some(RETURN_NOISE_MAX_NS),
+    })
 }
 
 /// A full-size packet as tbf counts it: 1500-byte IP packet + 14-byte

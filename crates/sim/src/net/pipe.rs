@@ -297,4 +297,32 @@ mod tests {
         let got = run(3);
         assert!(got.iter().enumerate().all(|(i, t)| t.0 >= (i as u64 + 1) * 1_000_000));
     }
+    /// The default return-path noise, through the leg's FIFO at the ACK
+    /// spacing of the runs it was measured on (a flow's ACK every 0.5-1.5 ms),
+    /// has the shape measured on the linux backend end to end (config/mod.rs):
+    /// median 48-104 us, p95 172-308 us, p99 0.65-1.2 ms, p99.9 1.9-4.9 ms.
+    #[test]
+    fn the_default_noise_through_the_fifo_has_the_measured_shape() {
+        let noise = crate::config::default_delay_noise().unwrap();
+        let mut p = Pipe::new(None, Dur::from_ms(20));
+        p.set_noise(noise, Rng::stream(1, "noise"));
+        let mut spacing = Rng::stream(1, "spacing");
+        let mut sent = vec![Time::ZERO];
+        let first = p.push(Time::ZERO, ack(0)).unwrap();
+        for i in 1..200_000u32 {
+            let t = *sent.last().unwrap() + Dur(500_000 + spacing.below(1_000_000));
+            sent.push(t);
+            assert_eq!(p.push(t, ack(i)), None);
+        }
+        let got = arrivals(&mut p, first);
+        let mut late: Vec<u64> = got.iter().zip(&sent).map(|(a, s)| a.0 - s.0 - 20_000_000).collect();
+        late.sort_unstable();
+        let pct = |q: f64| late[((late.len() - 1) as f64 * q) as usize] as f64 / 1000.0;
+        let (p50, p95, p99, p999) = (pct(0.5), pct(0.95), pct(0.99), pct(0.999));
+        assert!((45.0..=110.0).contains(&p50), "p50 {p50} us");
+        assert!((150.0..=320.0).contains(&p95), "p95 {p95} us");
+        assert!((600.0..=1_400.0).contains(&p99), "p99 {p99} us");
+        assert!((1_800.0..=5_000.0).contains(&p999), "p99.9 {p999} us");
+    }
 }
+

@@ -119,8 +119,8 @@ def check_scenario(sc: Scenario, backend: str = "linux", max_rate_bps: int | Non
     if qdisc == "step" and not has_red():
         raise ScenarioError("network.qdisc", f"{where} maps the step queue onto the red qdisc, which this kernel lacks (sch_red)")
     if isinstance(sc.doc.get("network"), dict) and "delay_noise" in sc.doc["network"]:
-        notes.append("network.delay_noise is not applied: it models a delay emulator's lateness; the kernel's paths have their own "
-                     "(the delay program's, recorded per run as delay_stats)")
+        notes.append("network.delay_noise is not applied: it models the return path's timing noise; the kernel's hosts and "
+                     "paths have their own (tools/kernel_host_timing.py measures it)")
     hosts_doc = sc.doc.get("hosts")
     if isinstance(hosts_doc, dict) and hosts_doc.get("tso_defer", "ack_due") != "ack_due":
         notes.append(f"hosts.tso_defer = {hosts_doc['tso_defer']!r} is not applied: the kernel follows its own rule "

@@ -1,0 +1,79 @@
+"""tools/kernel_host_timing.py's analysis of captures, on synthetic pcaps:
+the ACK clock's noise that `network.delay_noise` is fitted to."""
+
+import importlib.util
+import struct
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SPEC = importlib.util.spec_from_file_location("kernel_host_timing", ROOT / "tools" / "kernel_host_timing.py")
+kht = importlib.util.module_from_spec(SPEC)
+SPEC.loader.exec_module(kht)
+
+SENDER, RECEIVER = bytes([198, 18, 0, 2]), bytes([198, 19, 0, 2])
+PORT, SERVER = 40000, 5201
+
+
+def frame(src, dst, sport, dport, seq, ack, payload, sacks=()):
+    """An Ethernet/IPv4/TCP frame's first 96 bytes and its length on the wire."""
+    opts = b""
+    if sacks:
+        opts = b"\x01\x01" + bytes([5, 2 + 8 * len(sacks)]) + b"".join(struct.pack(">II", a, b) for a, b in sacks)
+    opts += b"\x00" * (-len(opts) % 4)
+    tcp = struct.pack(">HHIIBBHHH", sport, dport, seq, ack, (5 + len(opts) // 4) << 4, 0x10, 65535, 0, 0) + opts
+    total = 20 + len(tcp) + payload
+    ip = struct.pack(">BBHHHBBH4s4s", 0x45, 0, total, 0, 0, 64, 6, 0, src, dst)
+    return (b"\x00" * 12 + b"\x08\x00" + ip + tcp)[:96], 14 + total
+
+
+def write_pcap(path, records):
+    with open(path, "wb") as f:
+        f.write(struct.pack("<IHHiIII", 0xA1B23C4D, 2, 4, 0, 0, 96, 1))
+        for t, (data, length) in sorted(records, key=lambda r: r[0]):
+            f.write(struct.pack("<IIII", t // 1_000_000_000, t % 1_000_000_000, len(data), length))
+            f.write(data)
+
+
+def test_sack_blocks_right_edges():
+    data, _ = frame(RECEIVER, SENDER, SERVER, PORT, 1, 1000, 0, sacks=[(3000, 4000), (5000, 6000)])
+    assert kht.sack_right_edges(data[14:]) == [4000, 6000]
+    plain, _ = frame(RECEIVER, SENDER, SERVER, PORT, 1, 1000, 0)
+    assert kht.sack_right_edges(plain[14:]) == []
+
+
+def test_return_path_noise_measures_the_ack_clock_above_its_fastest(tmp_path):
+    """2,000 skbs of 10 segments, 1 ms apart; each one's ACK comes back 20 ms
+    plus a known lateness later and the sender's next skb 10 us after it.
+    Skb 1,500 is lost: the skbs behind it are covered by SACK at once, not
+    by the cumulative ACK that comes 30 ms later (the retransmission's)."""
+    mss, segs = 1448, 10
+    btl, towards = [], []
+    lateness = [(i * 37) % 200 * 1000 for i in range(2000)]  # 0-199 us
+    lost = 1500
+    for i in range(2000):
+        t = 1_000_000_000 + i * 1_000_000
+        start, end = 1 + i * segs * mss, 1 + (i + 1) * segs * mss
+        if i != lost:
+            btl.append((t, frame(SENDER, RECEIVER, PORT, SERVER, start, 1, segs * mss)))
+        back = t + 20_000_000 + lateness[i]
+        if lost <= i < lost + 30:
+            hole = (1 + lost * segs * mss, 1 + (lost + 1) * segs * mss)
+            ack = frame(RECEIVER, SENDER, SERVER, PORT, 1, hole[0], 0, sacks=[(hole[1], end)] if i > lost else [])
+        else:
+            ack = frame(RECEIVER, SENDER, SERVER, PORT, 1, end, 0)
+        if i != lost:
+            btl.append((back, ack))
+        towards.append((back + 10_000, frame(SENDER, RECEIVER, PORT, SERVER, end, 1, segs * mss)))
+    write_pcap(tmp_path / "btl.pcap", btl)
+    write_pcap(tmp_path / "s0.pcap", towards)
+    out = kht.return_path_noise(tmp_path / "btl.pcap", [tmp_path / "s0.pcap"])
+    flow = out["flow0"]
+    assert flow["skbs"] == 1800  # the last 90 % of the 1,999 departed skbs
+    back, loop = flow["return"], flow["loop"]
+    assert back["floor_us"] == pytest.approx(20_000, abs=1)
+    assert loop["floor_us"] == pytest.approx(20_010, abs=1)
+    # The lateness is uniform over 0-199 us: no skb waits for the lost one's retransmission.
+    assert back["p50"] == pytest.approx(100, abs=5) and back["p99.9"] < 200
+    assert loop["p50"] == pytest.approx(back["p50"], abs=1)
