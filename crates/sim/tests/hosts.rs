@@ -132,8 +132,9 @@ fn small_queues_keep_a_slow_nic_from_queueing_the_window() {
 /// goal: more skbs for the same data (the kernel's spread, docs/fidelity.md).
 #[test]
 fn the_write_queue_sends_leftovers_as_smaller_skbs() {
-    let off = one_flow(400, 20, QueueLimit::Bytes(500_000), HostConfig::default());
-    let on = one_flow(400, 20, QueueLimit::Bytes(500_000), HostConfig { write_queue: true, ..HostConfig::default() });
+    let off = one_flow(400, 20, QueueLimit::Bytes(500_000), HostConfig { write_queue: false, ..HostConfig::default() });
+    let on = one_flow(400, 20, QueueLimit::Bytes(500_000), HostConfig::default());
+    assert!(HostConfig::default().write_queue, "the write queue is the default");
     eprintln!("segments per skb: {:.2} goal-cut, {:.2} with the write queue", burst(&off), burst(&on));
     assert!(burst(&on) < burst(&off) - 0.3, "{} vs {}", burst(&on), burst(&off));
     assert!(burst(&on) > 10.0);

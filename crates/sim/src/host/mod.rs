@@ -58,10 +58,12 @@ pub struct HostConfig {
     /// from `tcp_sendmsg`, split to the window's quota with the rest left at
     /// the head, a short head grown from the next skb (`tcp_grow_skb`), and
     /// an skb in the middle of the queue sent whole when it fits
-    /// (`tcp_tso_should_defer`). Off: every skb is cut to the autosize goal
-    /// and smaller openings wait. Off by default until validated at length
-    /// against the kernel (docs/fidelity.md).
-    #[serde(default)]
+    /// (`tcp_tso_should_defer`), as for an application that keeps the socket's
+    /// buffer full (iperf3, a bulk transfer). On since 2026-11-26: with the
+    /// return path's measured noise it agrees with the kernel on more of the
+    /// stored validation cells (docs/fidelity.md). Off: every skb is cut to
+    /// the autosize goal and smaller openings wait for the next ACK.
+    #[serde(default = "yes")]
     pub write_queue: bool,
     /// Which kernel's TSO deferral rule the senders follow: `ack_due` (wait
     /// for the next ACK only while it is due within min(srtt/2, 1 ms): Linux
@@ -89,7 +91,7 @@ impl Default for HostConfig {
             rx_hold: default_rx_hold(),
             line_rate: None,
             tsq: true,
-            write_queue: false,
+            write_queue: true,
             tso_defer: tso::DeferRule::AckDue,
         }
     }
@@ -98,6 +100,6 @@ impl Default for HostConfig {
 impl HostConfig {
     /// The former clockwork hosts: no offload, no batching, no small queues.
     pub fn clockwork() -> Self {
-        HostConfig { tso: false, tsq: false, ..HostConfig::default() }
+        HostConfig { tso: false, tsq: false, write_queue: false, ..HostConfig::default() }
     }
 }
