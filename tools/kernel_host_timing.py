@@ -87,12 +87,19 @@ def tcp_fields(frame: bytes):
     return ip[12:16], total - ihl - doff, seq, ack, sport, dport
 
 
-def percentiles(xs: list[float]) -> dict:
+def to_receiver(frame: bytes, fields: tuple | None) -> bool:
+    """A data packet towards a receiver (198.19.0.0/16), not one of iperf3's
+    short control messages."""
+    return fields is not None and fields[1] >= 1000 and frame[14 + 16] == 198 and frame[14 + 17] == 19
+
+
+def percentiles(xs: list[float], quantiles: tuple[float, ...] = (10, 25, 50, 75, 90, 99)) -> dict:
+    """Count, the given percentiles (named p10, p99.9, ...) and mean of xs."""
     if not xs:
         return {"n": 0}
     s = sorted(xs)
-    pick = lambda q: round(s[min(len(s) - 1, int(q * len(s)))], 2)  # noqa: E731
-    return {"n": len(s), "p10": pick(0.1), "p25": pick(0.25), "p50": pick(0.5), "p75": pick(0.75), "p90": pick(0.9), "p99": pick(0.99), "mean": round(sum(s) / len(s), 2)}
+    picked = {f"p{q:g}": round(s[min(len(s) - 1, int(q / 100 * len(s)))], 2) for q in quantiles}
+    return {"n": len(s), **picked, "mean": round(sum(s) / len(s), 2)}
 
 
 def analyse(sender: Path, receiver: Path, data_port: int) -> dict:
@@ -170,8 +177,7 @@ def analyse_bottleneck(path: Path, tbf_rate_bps: int, window: int = 50) -> dict:
     rows = []
     for t, fr in read_pcap(path):
         f = tcp_fields(fr)
-        # Data towards the receivers; iperf3's control messages are short.
-        if f and f[1] >= 1000 and fr[14 + 16] == 198 and fr[14 + 17] == 19:
+        if to_receiver(fr, f):
             segs = max(1, round(f[1] / MSS))
             rows.append((t, (fr[14 + 18], f[4]), segs, f[1] + segs * FRAME_OVERHEAD))
     rows = rows[len(rows) // 10 :]  # past slow start
@@ -224,7 +230,7 @@ def return_path_noise(btl: Path, arrivals: list[Path]) -> dict:
         if not f:
             continue
         ip = fr[14:]
-        if f[1] >= 1000 and ip[16] == 198 and ip[17] == 19:
+        if to_receiver(fr, f):
             data[(ip[18], f[4])].append((t, f[2] + f[1]))
         elif f[1] == 0 and ip[12] == 198 and ip[13] == 19:
             acks[(ip[14], f[5])].append((t, max([f[3], *sack_right_edges(ip)], key=lambda x: (x - f[3]) & 0xFFFFFFFF)))
@@ -232,7 +238,7 @@ def return_path_noise(btl: Path, arrivals: list[Path]) -> dict:
     for path in arrivals:
         for t, fr in read_pcap(path):
             f = tcp_fields(fr)
-            if f and f[1] >= 1000 and fr[14 + 16] == 198 and fr[14 + 17] == 19:
+            if to_receiver(fr, f):
                 arriving[(fr[14 + 18], f[4])].append(t)
     out: dict = {}
     for j, key in enumerate(sorted(k for k in data if len(data[k]) > 100 and acks.get(k))):
@@ -257,10 +263,9 @@ def noise_percentiles(delays: list[int]) -> dict:
     """Percentiles in microseconds of delays (ns) above their 0.1st percentile."""
     if not delays:
         return {}
-    s = sorted(delays)
-    floor = s[len(s) // 1000]
-    pick = lambda q: round((s[min(len(s) - 1, int(q * len(s)))] - floor) / 1000, 1)  # noqa: E731
-    return {"floor_us": round(floor / 1000, 1), **{f"p{q:g}": pick(q / 100) for q in (10, 25, 50, 75, 90, 95, 97, 99, 99.5, 99.9)}}
+    floor = sorted(delays)[len(delays) // 1000]
+    above = [(d - floor) / 1000 for d in delays]
+    return {"floor_us": round(floor / 1000, 1), **percentiles(above, (10, 25, 50, 75, 90, 95, 97, 99, 99.5, 99.9))}
 
 
 def sack_right_edges(ip: bytes) -> list[int]:
