@@ -41,6 +41,9 @@ def test_sack_blocks_right_edges():
     assert kht.sack_right_edges(data[14:]) == [4000, 6000]
     plain, _ = frame(RECEIVER, SENDER, SERVER, PORT, 1, 1000, 0)
     assert kht.sack_right_edges(plain[14:]) == []
+    # A D-SACK block lies below the cumulative ACK, also across the wrap.
+    assert kht.seq_offset(900, 1000) == -100 and kht.seq_offset(5, 0xFFFFFFF0) == 21
+    assert max([1000, 900], key=lambda x: kht.seq_offset(x, 1000)) == 1000
 
 
 def test_return_path_noise_measures_the_ack_clock_above_its_fastest(tmp_path):

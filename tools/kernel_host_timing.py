@@ -233,7 +233,7 @@ def return_path_noise(btl: Path, arrivals: list[Path]) -> dict:
         if to_receiver(fr, f):
             data[(ip[18], f[4])].append((t, f[2] + f[1]))
         elif f[1] == 0 and ip[12] == 198 and ip[13] == 19:
-            acks[(ip[14], f[5])].append((t, max([f[3], *sack_right_edges(ip)], key=lambda x: (x - f[3]) & 0xFFFFFFFF)))
+            acks[(ip[14], f[5])].append((t, max([f[3], *sack_right_edges(ip)], key=lambda x: seq_offset(x, f[3]))))
     arriving: dict = collections.defaultdict(list)
     for path in arrivals:
         for t, fr in read_pcap(path):
@@ -290,6 +290,12 @@ def sack_right_edges(ip: bytes) -> list[int]:
             edges += [struct.unpack(">I", block[j + 4 : j + 8])[0] for j in range(0, len(block) - 7, 8)]
         i += size
     return edges
+
+
+def seq_offset(seq: int, ref: int) -> int:
+    """How far `seq` lies after `ref` in 32-bit sequence space (negative
+    before it: a D-SACK block below the cumulative ACK)."""
+    return ((seq - ref + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
 
 
 def unwrap(seqs: list[int]) -> list[int]:
