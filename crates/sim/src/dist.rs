@@ -224,17 +224,46 @@ impl Dist {
             }
             Dist::Lognormal { mu, sigma } => (mu + sigma * std_normal(rng)).exp(),
             Dist::Pareto { k, alpha, max } => pareto_sample(rng, k, alpha, max),
+            Dist::LognormalPareto { .. } => Sampler::new(self.clone()).sample(rng),
+        }
+    }
+}
+
+/// A distribution prepared for many draws: what a draw from a lognormal body
+/// with a Pareto tail would otherwise recompute each time (the body's mass
+/// below the tail, the tail's mass below its cap) is computed once. Draws
+/// are the very numbers `Dist::sample` gives; per-packet noise draws from one.
+#[derive(Clone, Debug)]
+pub struct Sampler {
+    dist: Dist,
+    /// Lognormal-Pareto only: Phi((ln k - mu) / sigma) and the truncated
+    /// Pareto's mass.
+    body_at_k: f64,
+    tail_mass_below_max: f64,
+}
+
+impl Sampler {
+    pub fn new(dist: Dist) -> Sampler {
+        let (body_at_k, tail_mass_below_max) = match dist {
+            Dist::LognormalPareto { mu, sigma, k, alpha, max, .. } => (norm_cdf((k.ln() - mu) / sigma), pareto_mass(k, alpha, max)),
+            _ => (0.0, 0.0),
+        };
+        Sampler { dist, body_at_k, tail_mass_below_max }
+    }
+
+    pub fn sample(&self, rng: &mut Rng) -> f64 {
+        match self.dist {
             Dist::LognormalPareto { mu, sigma, k, alpha, tail, max } => {
-                let body_at_k = norm_cdf((k.ln() - mu) / sigma);
-                let tail_mass = tail.unwrap_or(1.0 - body_at_k);
+                let tail_mass = tail.unwrap_or(1.0 - self.body_at_k);
                 if rng.uniform() < tail_mass {
-                    pareto_sample(rng, k, alpha, max)
+                    pareto_at(rng.uniform() * self.tail_mass_below_max, k, alpha, max)
                 } else {
                     // Lognormal conditioned below k: invert the CDF on [0, Phi(ln k)).
-                    let u = rng.uniform() * body_at_k;
+                    let u = rng.uniform() * self.body_at_k;
                     (mu + sigma * norm_inv(u.max(1e-300))).exp().min(k)
                 }
             }
+            ref d => d.sample(rng),
         }
     }
 }
@@ -273,6 +302,11 @@ fn pareto_mean(k: f64, alpha: f64, max: Option<f64>) -> f64 {
 /// Inverse-CDF sample of the (truncated) Pareto.
 fn pareto_sample(rng: &mut Rng, k: f64, alpha: f64, max: Option<f64>) -> f64 {
     let u = rng.uniform() * pareto_mass(k, alpha, max);
+    pareto_at(u, k, alpha, max)
+}
+
+/// The truncated Pareto's value at `u` (a uniform draw scaled by its mass).
+fn pareto_at(u: f64, k: f64, alpha: f64, max: Option<f64>) -> f64 {
     let x = k / (1.0 - u).powf(1.0 / alpha);
     max.map_or(x, |m| x.min(m))
 }

@@ -10,7 +10,7 @@
 //! in arrival order and acknowledged once. Under load the holds grow and so
 //! do the batches: stretch ACKs.
 
-use crate::dist::Dist;
+use crate::dist::{Dist, Sampler};
 use crate::packet::Packet;
 use crate::rng::Rng;
 use crate::units::Time;
@@ -19,13 +19,13 @@ use crate::units::Time;
 pub struct RxBatcher {
     held: Vec<Packet>,
     due: Option<Time>,
-    hold: Dist,
+    hold: Sampler,
     rng: Rng,
 }
 
 impl RxBatcher {
     pub fn new(hold: Dist, rng: Rng) -> RxBatcher {
-        RxBatcher { held: Vec::new(), due: None, hold, rng }
+        RxBatcher { held: Vec::new(), due: None, hold: Sampler::new(hold), rng }
     }
 
     /// A packet arrives at `now`. Returns the time the batch it joins will be

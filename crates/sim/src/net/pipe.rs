@@ -14,7 +14,7 @@
 //! a delay emulator's release error); arrivals stay in order, so the noise
 //! bunches packets but never reorders them.
 
-use crate::dist::Dist;
+use crate::dist::{Dist, Sampler};
 use crate::packet::{Packet, Payload};
 use crate::rng::Rng;
 use crate::units::{Dur, Rate, Time};
@@ -30,7 +30,7 @@ pub struct Pipe {
     whole_skbs: bool,
     staged: Vec<Packet>,
     /// Lateness added to each packet's delay (nanoseconds), from its own stream.
-    noise: Option<(Dist, Rng)>,
+    noise: Option<(Sampler, Rng)>,
 }
 
 /// Whether `next` is the segment after `prev` in one super-packet.
@@ -63,7 +63,7 @@ impl Pipe {
     /// Delay each packet by a further draw from `noise` (ns, negative draws
     /// count as zero), keeping arrivals in order.
     pub fn set_noise(&mut self, noise: Dist, rng: Rng) {
-        self.noise = Some((noise, rng));
+        self.noise = Some((Sampler::new(noise), rng));
     }
 
     pub fn delay(&self) -> Dur {
@@ -297,6 +297,7 @@ mod tests {
         let got = run(3);
         assert!(got.iter().enumerate().all(|(i, t)| t.0 >= (i as u64 + 1) * 1_000_000));
     }
+
     /// The default return-path noise, through the leg's FIFO at the ACK
     /// spacing of the runs it was measured on (a flow's ACK every 0.5-1.5 ms),
     /// has the shape measured on the linux backend end to end (config/mod.rs):
@@ -325,4 +326,3 @@ mod tests {
         assert!((1_800.0..=5_000.0).contains(&p999), "p99.9 {p999} us");
     }
 }
-
