@@ -80,3 +80,48 @@ def test_return_path_noise_measures_the_ack_clock_above_its_fastest(tmp_path):
     # The lateness is uniform over 0-199 us: no skb waits for the lost one's retransmission.
     assert back["p50"] == pytest.approx(100, abs=5) and back["p99.9"] < 200
     assert loop["p50"] == pytest.approx(back["p50"], abs=1)
+
+
+def test_router_stalls_finds_tbf_holding_a_waiting_packet_and_counts_what_overflows_take(tmp_path):
+    """1,000 skbs of 10 segments, two flows taking turns, tbf releasing them
+    back to back at 400 Mbit/s from a queue they reached 2 ms earlier.
+    Skb 600 leaves 1 ms late (a stall); skb 800 reaches the router only as
+    the one before it leaves, and its late departure is not a stall. Three
+    skbs never leave: two of both flows 1 ms apart (one overflow), then one
+    alone."""
+    mss, segs, rate = 1448, 10, 400_000_000
+    size = segs * (mss + kht.FRAME_OVERHEAD)
+    service = size * 8 * 1_000_000_000 // rate
+    senders = [bytes([198, 18, 0, 2]), bytes([198, 18, 1, 2])]
+    receivers = [bytes([198, 19, 0, 2]), bytes([198, 19, 1, 2])]
+    btl, towards = [], [[], []]
+    seq = [1, 1]
+
+    def skb(flow):
+        data = frame(senders[flow], receivers[flow], PORT + flow, SERVER, seq[flow], 1, segs * mss)
+        seq[flow] += segs * mss
+        return data
+
+    t = 1_000_000_000
+    for i in range(1000):
+        flow = i % 2
+        t += service + (1_000_000 if i == 600 else 0) + (3_000_000 if i == 800 else 0)
+        data = skb(flow)
+        btl.append((t, data))
+        towards[flow].append((t - (10_000 if i == 800 else 2_000_000), data))
+        if i in (700, 850):
+            towards[0].append((t + 1, skb(0)))
+        if i == 702:
+            towards[1].append((t + 1, skb(1)))
+    write_pcap(tmp_path / "btl.pcap", btl)
+    for flow in (0, 1):
+        write_pcap(tmp_path / f"s{flow}.pcap", towards[flow])
+    out = kht.router_stalls(tmp_path / "btl.pcap", [tmp_path / "s0.pcap", tmp_path / "s1.pcap"], rate)
+    assert out["duration_us"]["n"] == 1
+    assert out["duration_us"]["p50"] == pytest.approx(1000, abs=1)
+    assert out["per_second"] == pytest.approx(1 / out["observed_s"], rel=0.01)
+    assert out["per_second_above_us"]["500"] == out["per_second"] and out["per_second_above_us"]["1000"] == 0
+    assert out["overflows"] == {"count": 2, "skbs_each": 1.5, "share_hitting_several_flows": 0.5}
+    # Without the stall, nothing is found.
+    write_pcap(tmp_path / "btl.pcap", [(t - (1_000_000 if i >= 600 else 0), d) for i, (t, d) in enumerate(btl)])
+    assert kht.router_stalls(tmp_path / "btl.pcap", [tmp_path / "s0.pcap", tmp_path / "s1.pcap"], rate)["duration_us"] == {"n": 0}

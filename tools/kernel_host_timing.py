@@ -19,6 +19,10 @@ reports what the host model of the simulator is built from:
   bucket refills), each flow's skb sizes there, and how clumped the flows'
   skbs are (mean run of one flow's consecutive skbs, against the run the
   same counts interleaved at random would give);
+* the router's stalls (the same captures): when tbf released nothing
+  although a packet was waiting for it and its tokens (how often, how
+  long), and how many skbs of how many flows each overflow of its queue
+  took; what `network.router_stalls` is fitted to;
 * the ACK clock's noise (the left router's captures of its bottleneck
   interface and of its interfaces towards the senders): per flow, how much
   later than its fastest an skb's ACK comes back (`return`) and the
@@ -259,6 +263,118 @@ def return_path_noise(btl: Path, arrivals: list[Path]) -> dict:
     return out
 
 
+def tcp_tsval(ip: bytes) -> int | None:
+    """The TCP timestamp option's TSval of an IPv4/TCP packet, if it has one."""
+    ihl = (ip[0] & 0x0F) * 4
+    tcp = ip[ihl:]
+    opts = tcp[20 : (tcp[12] >> 4) * 4]
+    i = 0
+    while i < len(opts):
+        kind = opts[i]
+        if kind == 0:
+            break
+        if kind == 1:
+            i += 1
+            continue
+        if i + 1 >= len(opts) or opts[i + 1] < 2:
+            break
+        if kind == 8 and i + 6 <= len(opts):
+            return struct.unpack(">I", opts[i + 2 : i + 6])[0]
+        i += opts[i + 1]
+    return None
+
+
+def data_packets(path: Path) -> list[tuple[int, tuple, int, int, int]]:
+    """(time, flow, seq, bytes as tbf counts them, segments) of the data
+    packets towards the receivers in a capture; the flow is (receiver
+    address, sender port) and a packet is told from its retransmissions by
+    its TSval."""
+    rows = []
+    for t, fr in read_pcap(path):
+        f = tcp_fields(fr)
+        if to_receiver(fr, f):
+            ip = fr[14:]
+            segs = max(1, round(f[1] / MSS))
+            rows.append((t, (bytes(ip[16:20]), f[4]), (f[2], tcp_tsval(ip)), f[1] + segs * FRAME_OVERHEAD, segs))
+    return rows
+
+
+def router_stalls(btl: Path, arrivals: list[Path], tbf_rate_bps: int, min_stall_us: float = 100.0,
+                  overflow_gap_s: float = 0.03) -> dict:
+    """When the left router's tbf released nothing though a packet was
+    waiting, and what the queue's overflows took.
+
+    From its captures of the bottleneck interface (tbf's departures) and of
+    the interfaces towards the senders (the skbs reaching the queue): an
+    arriving skb that never departs was dropped; one that departs was
+    queued until then. A stall is a departure that came later than the
+    packet's own transmission time at the rate after the previous one,
+    although it was already queued when the previous one left (so tbf's
+    tokens were spent and nothing else held it): the excess, if above
+    `min_stall_us`. An overflow is a run of drops less than
+    `overflow_gap_s` apart: how many skbs it took, and whether it took some
+    of more than one flow. The first tenth of the capture (slow start) is
+    left out, and for overflows the last tenth too (the senders' last
+    writes). What `network.router_stalls` is fitted to."""
+    departures = data_packets(btl)
+    arriving = sorted(row for path in arrivals for row in data_packets(path))
+    if not departures or not arriving:
+        return {}
+    departed: dict = {}
+    for t, flow, key, _, _ in departures:
+        departed.setdefault((flow, key), t)
+    start = min(departures[0][0], arriving[0][0])
+    span = max(departures[-1][0], arriving[-1][0]) - start
+    skip, end = start + span // 10, start + span - span // 10
+    # The queue's backlog (bytes) over time, from each admitted skb's arrival
+    # and departure.
+    changes, drops = [], []
+    for t, flow, key, size, _ in arriving:
+        left = departed.get((flow, key))
+        if left is None:
+            if skip <= t < end:
+                drops.append((t, flow))
+            continue
+        changes += [(t, size), (max(t, left), -size)]
+    changes.sort()
+    times = [t for t, _ in changes]
+    backlog = list(itertools.accumulate(d for _, d in changes))
+    byte_ns = 8e9 / tbf_rate_bps
+    stalls, observed_ns, prev = [], 0, None
+    for t, _, _, size, _ in departures:
+        if prev is not None and t >= skip:
+            i = bisect.bisect_right(times, prev) - 1
+            if i >= 0 and backlog[i] >= size:
+                gap = t - prev
+                observed_ns += gap
+                excess_us = (gap - size * byte_ns) / 1000
+                if excess_us > min_stall_us:
+                    stalls.append((t, excess_us))
+        prev = t
+    out: dict = {"observed_s": round(observed_ns / 1e9, 3)}
+    if observed_ns:
+        seconds = observed_ns / 1e9
+        durations = [d for _, d in stalls]
+        out["per_second"] = round(len(stalls) / seconds, 2)
+        out["duration_us"] = percentiles(durations, (25, 50, 75, 90, 99, 100))
+        out["per_second_above_us"] = {f"{x}": round(sum(d > x for d in durations) / seconds, 2) for x in (300, 500, 1000, 2000, 3000)}
+        gaps = [(b[0] - a[0]) / 1e6 for a, b in zip(stalls, stalls[1:])]
+        out["between_ms"] = percentiles(gaps, (10, 50, 90))
+    overflows: list[list] = []
+    for t, flow in drops:
+        if overflows and t - overflows[-1][-1][0] < overflow_gap_s * 1e9:
+            overflows[-1].append((t, flow))
+        else:
+            overflows.append([(t, flow)])
+    if overflows:
+        out["overflows"] = {
+            "count": len(overflows),
+            "skbs_each": round(sum(len(o) for o in overflows) / len(overflows), 2),
+            "share_hitting_several_flows": round(sum(len({f for _, f in o}) > 1 for o in overflows) / len(overflows), 3),
+        }
+    return out
+
+
 def noise_percentiles(delays: list[int]) -> dict:
     """Percentiles in microseconds of delays (ns) above their 0.1st percentile."""
     if not delays:
@@ -379,6 +495,7 @@ def main() -> None:
         summary = analyse(files["s0"], files["r0"], 5201)
         summary["bottleneck"] = analyse_bottleneck(files["L"], tbf_rate_bps(rate))
         summary["return_path_noise_us"] = return_path_noise(files["L"], [files[k] for k in towards])
+        summary["router_stalls"] = router_stalls(files["L"], [files[k] for k in towards], tbf_rate_bps(rate))
         summary["setup"] = {k: v for k, v in vars(args).items()}
         print(json.dumps(summary, indent=1))
 

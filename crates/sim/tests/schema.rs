@@ -39,7 +39,7 @@ fn readers() -> BTreeMap<&'static str, Reader> {
     add!(SimConfig, NetworkConfig, FlowConfig, RunConfig, TcpConfig, QdiscConfig, LossSpec, Dist, DynamicsConfig, PathSetting);
     add!(UdpConfig, UdpPattern, WebConfig, JitterConfig, TraceConfig, Direction, JitterShape, WalkProperty, WalkBounds);
     add!(ccarena_sim::host::HostConfig, ccarena_sim::host::tso::DeferRule, ccarena_sim::config::RouterKind);
-    add!(Startup);
+    add!(Startup, ccarena_sim::net::stall::StallConfig);
     m
 }
 

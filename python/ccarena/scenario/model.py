@@ -56,12 +56,33 @@ _TOP_KEYS = {
 }
 _NETWORK_KEYS = {
     "bottleneck_rate", "buffer", "loss", "access_rate", "bdp_rtt", "qdisc", "reverse_bottleneck", "dynamics", "trace",
-    "router", "router_burst", "delay_noise",
+    "router", "router_burst", "delay_noise", "router_stalls",
     "trace_repeat",
 }
 _RUN_KEYS = {"duration", "warmup", "seed", "sample_interval", "start_jitter"}
 #: Default random delay of each flow's start (see docs/scenario.md).
 DEFAULT_START_JITTER = "10ms"
+
+
+def resolve_router_stalls(value: Any) -> dict | None:
+    """``network.router_stalls`` in engine form: "none", or a table of
+    ``every`` (mean time between stalls) and ``duration`` (a distribution of
+    durations, as for ``delay_noise``)."""
+    where = "network.router_stalls"
+    if value == "none":
+        return None
+    if not isinstance(value, dict):
+        raise ScenarioError(where, f'expected "none" or a table with every and duration, got {excerpt(value)}')
+    unknown = sorted(set(value) - {"every", "duration"})
+    if unknown:
+        raise ScenarioError(f"{where}.{unknown[0]}", "unknown key; allowed: every, duration")
+    for key in ("every", "duration"):
+        if key not in value:
+            raise ScenarioError(f"{where}.{key}", "missing; a table of router stalls needs every and duration")
+    every = unit(parse_duration, value["every"], f"{where}.every")
+    if every <= 0:
+        raise ScenarioError(f"{where}.every", f"must be positive, got {excerpt(value['every'])}")
+    return {"every": every, "duration": resolve_dist(value["duration"], parse_duration, f"{where}.duration")}
 
 
 @dataclass(frozen=True)
@@ -312,6 +333,8 @@ def resolve(doc: dict, catalogue: Catalogue | None = None, base: Path | None = N
         # "none", or a lateness of exactly zero, keeps every delay exact.
         noise = None if net["delay_noise"] == "none" else resolve_dist(net["delay_noise"], parse_duration, "network.delay_noise")
         network["delay_noise"] = None if noise == {"distribution": "constant", "value": 0.0} else noise
+    if "router_stalls" in net:
+        network["router_stalls"] = resolve_router_stalls(net["router_stalls"])
     if "qdisc" in net:
         network["qdisc"] = resolve_qdisc(net["qdisc"], "network.qdisc", bdp_bytes)
         check_red_fits(network["qdisc"], network["buffer"])

@@ -18,6 +18,7 @@ use crate::net::dynamics::DynamicsConfig;
 use crate::net::loss::LossSpec;
 use crate::net::qdisc::QdiscConfig;
 use crate::net::queue::QueueLimit;
+use crate::net::stall::{default_router_stalls, StallConfig};
 use crate::net::trace::TraceConfig;
 use crate::tcp::TcpConfig;
 use crate::traffic::udp::UdpConfig;
@@ -84,6 +85,16 @@ pub struct NetworkConfig {
     /// measured end to end; None: exact delays.
     #[serde(default = "default_delay_noise")]
     pub delay_noise: Option<Dist>,
+    /// When a Linux router's qdisc stops releasing packets, and for how
+    /// long: its CPU busy with other work (net/stall.rs). The queue keeps
+    /// filling meanwhile, and an overflow during a stall turns away several
+    /// skbs of both flows of a pair, where without stalls one skb of one
+    /// flow goes and flows of equal RTT lock into unequal shares
+    /// (docs/fidelity.md). Default: the linux backend's, as measured on this
+    /// project's machine kind; None: a router that never stalls. Ignored by
+    /// a switch.
+    #[serde(default = "default_router_stalls")]
+    pub router_stalls: Option<StallConfig>,
 }
 
 /// The linux backend's return-path noise, measured end to end on its

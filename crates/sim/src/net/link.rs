@@ -17,6 +17,7 @@
 use super::queue::{Enqueued, QdiscStats, QueueDisc};
 use crate::packet::{Packet, Payload};
 use super::loss::{LossProcess, LossSpec};
+use super::stall::Stalls;
 use super::trace::{TraceConfig, TraceService};
 use crate::rng::Rng;
 use crate::units::{Rate, Time};
@@ -94,6 +95,8 @@ pub struct Link {
     skbs: Vec<Option<SkbDecision>>,
     qdisc: Box<dyn QueueDisc>,
     in_service: Option<Packet>,
+    /// A Linux router's stalls (none for a switch or without the setting).
+    stalls: Option<Stalls>,
     /// The other segments of a super-packet in service whole.
     in_service_rest: Vec<Packet>,
     loss: LossProcess,
@@ -119,6 +122,7 @@ impl Link {
             skbs: Vec::new(),
             qdisc,
             in_service: None,
+            stalls: None,
             in_service_rest: Vec::new(),
             loss: LossProcess::new(loss, loss_rng),
             stats: LinkStats::default(),
@@ -177,6 +181,13 @@ impl Link {
         self.bucketed = self.qdisc.takes_super_packets_whole();
         self.bucket_ns = self.rate.tx_time(burst).0;
         self.tokens_ns = self.bucket_ns;
+    }
+
+    /// Let this Linux router's qdisc stall as `stalls` draws (net/stall.rs).
+    pub fn set_stalls(&mut self, stalls: Stalls) {
+        if self.bucketed {
+            self.stalls = Some(stalls);
+        }
     }
 
     /// Linux `tbf_enqueue` for a segment of a super-packet: one that fits the
@@ -356,11 +367,29 @@ impl Link {
         }
         let done = match &mut self.trace {
             Some(trace) => trace.finish_time(now, pkt.wire_bytes),
-            None if self.bucketed => self.take_tokens(now, bytes),
+            None if self.bucketed => self.release_time(now, bytes),
             None => now + self.rate.tx_time(bytes),
         };
         self.in_service = Some(pkt);
         Some(done)
+    }
+
+    /// When tbf releases `bytes` offered at `now`: as its tokens allow, and
+    /// no earlier than the end of a stall that covers the dequeue attempt or
+    /// the watchdog's wake-up. A dequeue delayed by a stall finds the tokens
+    /// the stall's time brought (up to the bucket), so it leaves at once.
+    fn release_time(&mut self, now: Time, bytes: u64) -> Time {
+        let Some(stalls) = &mut self.stalls else { return self.take_tokens(now, bytes) };
+        let attempt = stalls.free_at(now);
+        let missing = self.rate.tx_time(bytes).0.saturating_sub(self.tokens_now(attempt));
+        let tokens_due = Time(attempt.0 + missing);
+        let leave = self.stalls.as_mut().map_or(tokens_due, |s| s.free_at(tokens_due));
+        self.take_tokens(if leave > tokens_due { leave } else { attempt }, bytes)
+    }
+
+    /// The bucket's tokens (ns of transmission) at `t`.
+    fn tokens_now(&self, t: Time) -> u64 {
+        self.tokens_ns.saturating_add(t.0.saturating_sub(self.tokens_at.0)).min(self.bucket_ns)
     }
 
     /// Linux `tbf_dequeue` for `bytes` at the head of the queue at `now`:
@@ -370,7 +399,7 @@ impl Link {
     /// with the bucket then empty.
     fn take_tokens(&mut self, now: Time, bytes: u64) -> Time {
         let need = self.rate.tx_time(bytes).0;
-        let tokens = self.tokens_ns.saturating_add(now.0.saturating_sub(self.tokens_at.0)).min(self.bucket_ns);
+        let tokens = self.tokens_now(now);
         let leave = if tokens >= need { now } else { Time(now.0 + (need - tokens)) };
         self.tokens_ns = tokens.saturating_sub(need);
         self.tokens_at = leave;
@@ -435,6 +464,7 @@ impl Link {
 mod tests {
     use super::*;
     use crate::net::queue::{DropTail, QueueLimit};
+    use crate::units::Dur;
     use crate::packet::DataSegment;
 
     fn seg(seq: u32) -> Packet {
@@ -542,6 +572,78 @@ mod tests {
         }
         assert_eq!(drain(&mut l, first), vec![1_000_000_000; 3].into_iter().chain([1_000_030_000]).collect::<Vec<_>>());
         assert_eq!(l.stats.departures, 10);
+    }
+
+    /// A stall holds back tbf's releases until it ends, whether it covers
+    /// the dequeue of a packet arriving at an idle router or the watchdog's
+    /// wake-up for one waiting on tokens; the stall's time still brings
+    /// tokens (up to the bucket), so what queued meanwhile leaves at once.
+    #[test]
+    fn a_stalled_linux_router_releases_at_the_stalls_end_with_the_tokens_it_brought() {
+        use crate::dist::Dist;
+        use crate::net::stall::{StallConfig, Stalls};
+        let cfg = StallConfig { every: Dur(10_000_000), duration: Dist::Constant { value: 500_000.0 } };
+        let stalls = || Stalls::new(&cfg, Rng::stream(1, "stall"));
+        let (start, end) = stalls().window();
+        assert!(start.0 > 200_000 && end == start + Dur(500_000));
+        let mut l = drop_tail_400(QueueLimit::Packets(100));
+        l.set_gso_burst(4_500);
+        l.set_stalls(stalls());
+        let mut out = vec![];
+        let mut drain = |l: &mut Link, mut t: Option<Time>| {
+            let mut times = vec![];
+            while let Some(at) = t {
+                times.push(at.0);
+                t = l.complete(at, &mut out);
+            }
+            times
+        };
+        // Before the stall: the full bucket lets three packets go at once,
+        // the fourth waits 30 us for its tokens.
+        let first = l.arrive(Time(0), seg(0)).unwrap();
+        for i in 1..4 {
+            assert_eq!(l.arrive(Time(0), seg(i)), Ok(None));
+        }
+        assert_eq!(drain(&mut l, first), vec![0, 0, 0, 30_000]);
+        // Five packets reach the idle router as the stall begins: none leaves
+        // before its end, then a bucket's worth at once and the rest at the rate.
+        let first = l.arrive(start, seg(4)).unwrap();
+        assert_eq!(first, Some(end));
+        for i in 5..9 {
+            assert_eq!(l.arrive(start, seg(i)), Ok(None));
+        }
+        let e = end.0;
+        assert_eq!(drain(&mut l, first), vec![e, e, e, e + 30_000, e + 60_000]);
+        // A switch has no qdisc CPU to stall.
+        let mut switch = drop_tail_400(QueueLimit::Packets(100));
+        switch.set_stalls(stalls());
+        assert!(switch.stalls.is_none());
+        assert_eq!(switch.arrive(start, seg(0)), Ok(Some(start + Dur(30_000))));
+    }
+
+    /// A packet waiting on tokens whose watchdog would fire inside a stall
+    /// leaves when the stall ends.
+    #[test]
+    fn a_watchdog_inside_a_stall_fires_at_its_end() {
+        use crate::dist::Dist;
+        use crate::net::stall::{StallConfig, Stalls};
+        let cfg = StallConfig { every: Dur(10_000_000), duration: Dist::Constant { value: 500_000.0 } };
+        let (start, end) = Stalls::new(&cfg, Rng::stream(1, "stall")).window();
+        let mut l = drop_tail_400(QueueLimit::Packets(100));
+        l.set_gso_burst(3_000);
+        l.set_stalls(Stalls::new(&cfg, Rng::stream(1, "stall")));
+        // Empty the two-packet bucket 10 us before the stall: the third
+        // packet's tokens are due 20 us into it.
+        let t = Time(start.0 - 10_000);
+        let first = l.arrive(t, seg(0)).unwrap();
+        assert_eq!(first, Some(t));
+        l.arrive(t, seg(1)).unwrap();
+        l.arrive(t, seg(2)).unwrap();
+        let mut out = vec![];
+        assert_eq!(l.complete(t, &mut out), Some(t));
+        assert_eq!(l.complete(t, &mut out), Some(end));
+        assert_eq!(l.complete(end, &mut out), None);
+        assert_eq!(out.len(), 3);
     }
 
     /// A switch (no bucket) serialises every packet at the rate.

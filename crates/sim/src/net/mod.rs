@@ -9,4 +9,5 @@ pub mod loss;
 pub mod pipe;
 pub mod qdisc;
 pub mod queue;
+pub mod stall;
 pub mod trace;

@@ -15,6 +15,7 @@ use crate::host::tso::WriteQueue;
 use crate::host::HostConfig;
 use crate::net::delay_line::{DelayLine, JitterConfig};
 use crate::net::dynamics::PathDynamics;
+use crate::net::stall::Stalls;
 use crate::net::link::Link;
 use crate::net::loss::LossSpec;
 use crate::net::pipe::Pipe;
@@ -224,6 +225,9 @@ impl Simulation {
         }
         if let Some(burst) = net.gso_burst() {
             links[0].set_gso_burst(burst);
+            if let Some(stalls) = &net.router_stalls {
+                links[0].set_stalls(Stalls::new(stalls, Rng::stream(seed, "router-stalls")));
+            }
         }
         if topo.reverse_bottleneck {
             links.push(Link::new(
@@ -234,6 +238,9 @@ impl Simulation {
             ));
             if let Some(burst) = net.gso_burst() {
                 links[1].set_gso_burst(burst);
+                if let Some(stalls) = &net.router_stalls {
+                    links[1].set_stalls(Stalls::new(stalls, Rng::stream(seed, "reverse-router-stalls")));
+                }
             }
         }
         let mut events = EventQueue::new();

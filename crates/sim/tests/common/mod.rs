@@ -44,6 +44,7 @@ pub fn scenario(rate_mbps: u64, buffer: QueueLimit, loss: LossSpec, flows: Vec<F
             router_burst: None,
             // The analytical checks keep exact delays.
             delay_noise: None,
+            router_stalls: None,
         },
         flows,
         udp: Vec::new(),
