@@ -263,8 +263,9 @@ def return_path_noise(btl: Path, arrivals: list[Path]) -> dict:
     return out
 
 
-def tcp_tsval(ip: bytes) -> int | None:
-    """The TCP timestamp option's TSval of an IPv4/TCP packet, if it has one."""
+def tcp_options(ip: bytes):
+    """(kind, data) of each option of an IPv4/TCP packet (the capture's 96
+    bytes hold every option)."""
     ihl = (ip[0] & 0x0F) * 4
     tcp = ip[ihl:]
     opts = tcp[20 : (tcp[12] >> 4) * 4]
@@ -278,10 +279,13 @@ def tcp_tsval(ip: bytes) -> int | None:
             continue
         if i + 1 >= len(opts) or opts[i + 1] < 2:
             break
-        if kind == 8 and i + 6 <= len(opts):
-            return struct.unpack(">I", opts[i + 2 : i + 6])[0]
+        yield kind, opts[i + 2 : i + opts[i + 1]]
         i += opts[i + 1]
-    return None
+
+
+def tcp_tsval(ip: bytes) -> int | None:
+    """The TCP timestamp option's TSval of an IPv4/TCP packet, if it has one."""
+    return next((struct.unpack(">I", data[:4])[0] for kind, data in tcp_options(ip) if kind == 8 and len(data) >= 4), None)
 
 
 def data_packets(path: Path) -> list[tuple[int, tuple, int, int, int]]:
@@ -385,27 +389,9 @@ def noise_percentiles(delays: list[int]) -> dict:
 
 
 def sack_right_edges(ip: bytes) -> list[int]:
-    """The right edges of an IPv4/TCP packet's SACK blocks (the capture's
-    96 bytes hold every option)."""
-    ihl = (ip[0] & 0x0F) * 4
-    tcp = ip[ihl:]
-    opts = tcp[20 : (tcp[12] >> 4) * 4]
-    edges, i = [], 0
-    while i < len(opts):
-        kind = opts[i]
-        if kind == 0:
-            break
-        if kind == 1:
-            i += 1
-            continue
-        if i + 1 >= len(opts) or opts[i + 1] < 2:
-            break
-        size = opts[i + 1]
-        if kind == 5:
-            block = opts[i + 2 : i + size]
-            edges += [struct.unpack(">I", block[j + 4 : j + 8])[0] for j in range(0, len(block) - 7, 8)]
-        i += size
-    return edges
+    """The right edges of an IPv4/TCP packet's SACK blocks."""
+    return [struct.unpack(">I", block[j + 4 : j + 8])[0]
+            for kind, block in tcp_options(ip) if kind == 5 for j in range(0, len(block) - 7, 8)]
 
 
 def seq_offset(seq: int, ref: int) -> int:

@@ -73,16 +73,11 @@ def resolve_router_stalls(value: Any) -> dict | None:
         return None
     if not isinstance(value, dict):
         raise ScenarioError(where, f'expected "none" or a table with every and duration, got {excerpt(value)}')
-    unknown = sorted(set(value) - {"every", "duration"})
-    if unknown:
-        raise ScenarioError(f"{where}.{unknown[0]}", "unknown key; allowed: every, duration")
-    for key in ("every", "duration"):
-        if key not in value:
-            raise ScenarioError(f"{where}.{key}", "missing; a table of router stalls needs every and duration")
-    every = unit(parse_duration, value["every"], f"{where}.every")
-    if every <= 0:
-        raise ScenarioError(f"{where}.every", f"must be positive, got {excerpt(value['every'])}")
-    return {"every": every, "duration": resolve_dist(value["duration"], parse_duration, f"{where}.duration")}
+    fields = schema.fields("router_stalls")
+    check_keys(value, fields, where)
+    every = unit(parse_duration, require(value, "every", where), f"{where}.every")
+    schema.check_range(every, fields["every"], f"{where}.every", value["every"])
+    return {"every": every, "duration": resolve_dist(require(value, "duration", where), parse_duration, f"{where}.duration")}
 
 
 @dataclass(frozen=True)

@@ -471,6 +471,18 @@ mod tests {
         Packet::data(0, DataSegment { seq, payload: 1448, tsval: 0, retransmission: false, ce: false, ect: false, ect1: false, cwr: false, gso: Default::default() })
     }
 
+    /// Completes every departure from `first` on, as the event loop would:
+    /// the departure times.
+    fn drain(l: &mut Link, mut t: Option<Time>) -> Vec<u64> {
+        let mut out = vec![];
+        let mut times = vec![];
+        while let Some(at) = t {
+            times.push(at.0);
+            t = l.complete(at, &mut out);
+        }
+        times
+    }
+
     /// A 400 Mbit/s link with a drop-tail queue of `limit`, no random loss.
     fn drop_tail_400(limit: QueueLimit) -> Link {
         Link::new(Rate::from_mbps(400), Box::new(DropTail::new(limit)), &LossSpec::none(), Rng::stream(1, "loss"))
@@ -546,15 +558,6 @@ mod tests {
     fn a_linux_routers_bucket_refills_while_idle_up_to_the_burst() {
         let mut l = drop_tail_400(QueueLimit::Packets(100));
         l.set_gso_burst(4_500);
-        let mut out = vec![];
-        let mut drain = |l: &mut Link, mut t: Option<Time>| {
-            let mut times = vec![];
-            while let Some(at) = t {
-                times.push(at.0);
-                t = l.complete(at, &mut out);
-            }
-            times
-        };
         // Full at the start: three packets at once, the fourth 30 us later.
         let first = l.arrive(Time(0), seg(0)).unwrap();
         for i in 1..4 {
@@ -589,15 +592,6 @@ mod tests {
         let mut l = drop_tail_400(QueueLimit::Packets(100));
         l.set_gso_burst(4_500);
         l.set_stalls(stalls());
-        let mut out = vec![];
-        let mut drain = |l: &mut Link, mut t: Option<Time>| {
-            let mut times = vec![];
-            while let Some(at) = t {
-                times.push(at.0);
-                t = l.complete(at, &mut out);
-            }
-            times
-        };
         // Before the stall: the full bucket lets three packets go at once,
         // the fourth waits 30 us for its tokens.
         let first = l.arrive(Time(0), seg(0)).unwrap();
