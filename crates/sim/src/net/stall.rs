@@ -39,12 +39,17 @@ pub struct Stalls {
 }
 
 impl Stalls {
-    pub fn new(cfg: &StallConfig, mut rng: Rng) -> Stalls {
-        let every_ns = cfg.every.0 as f64;
+    pub fn new(cfg: &StallConfig, rng: Rng) -> Stalls {
         let duration = Sampler::new(cfg.duration.clone());
-        let start = Time(exponential_ns(&mut rng, every_ns));
-        let end = start + Dur(duration.sample(&mut rng).max(0.0).round() as u64);
-        Stalls { every_ns, duration, rng, start, end }
+        let mut stalls = Stalls { every_ns: cfg.every.0 as f64, duration, rng, start: Time::ZERO, end: Time::ZERO };
+        stalls.draw_next();
+        stalls
+    }
+
+    /// Draws the stall after the current one (the first from time zero).
+    fn draw_next(&mut self) {
+        self.start = self.end + Dur(Dist::Exponential { mean: self.every_ns }.sample(&mut self.rng).round() as u64);
+        self.end = self.start + Dur(self.duration.sample(&mut self.rng).max(0.0).round() as u64);
     }
 
     /// The current or next stall, as [start, end).
@@ -57,8 +62,7 @@ impl Stalls {
     /// release time computed from it).
     pub fn free_at(&mut self, t: Time) -> Time {
         while self.end <= t {
-            self.start = self.end + Dur(exponential_ns(&mut self.rng, self.every_ns));
-            self.end = self.start + Dur(self.duration.sample(&mut self.rng).max(0.0).round() as u64);
+            self.draw_next();
         }
         if t >= self.start {
             self.end
@@ -66,10 +70,6 @@ impl Stalls {
             t
         }
     }
-}
-
-fn exponential_ns(rng: &mut Rng, mean_ns: f64) -> u64 {
-    Dist::Exponential { mean: mean_ns }.sample(rng).round() as u64
 }
 
 /// The linux backend's router stalls on this project's machine kind (2
