@@ -158,17 +158,30 @@ def test_router_stalls_default_to_the_measured_ones_and_can_be_turned_off():
         on.flows.throughput_mbps.tolist()
 
 
+def test_return_stalls_are_off_by_default_and_hold_every_flows_acks_when_set():
+    assert schema.default("network", "return_stalls") is None
+    assert Scenario.from_dict(doc(return_stalls="none")).engine["network"]["return_stalls"] is None
+    # The measured set (net/stall.rs), with delay_noise's body alone.
+    measured = {"every": "25ms", "duration": {"distribution": "pareto", "k": "400us", "alpha": 0.7, "max": "3.5ms"}}
+    stalls = Scenario.from_dict(doc(return_stalls=measured)).engine["network"]["return_stalls"]
+    assert stalls == {"every": 25_000_000, "duration": {"distribution": "pareto", "k": 400_000, "alpha": 0.7, "max": 3_500_000}}
+    base = {"run.duration": "4s", "run.warmup": "1s"}
+    off = ccarena.run("bench", overrides=base).flows.throughput_mbps.tolist()
+    on = ccarena.run("bench", overrides={**base, "network.return_stalls": measured}).flows.throughput_mbps.tolist()
+    assert on != off
+    assert ccarena.run("bench", overrides={**base, "network.return_stalls": measured}).flows.throughput_mbps.tolist() == on
+
+
+@pytest.mark.parametrize("setting", ["router_stalls", "return_stalls"])
 @pytest.mark.parametrize(
     "value, field",
-    [("often", "network.router_stalls"), ({"every": "1s"}, "network.router_stalls.duration"),
-     ({"every": "0s", "duration": "1ms"}, "network.router_stalls.every"),
-     ({"every": "1s", "duration": "1ms", "cpu": 1}, "network.router_stalls.cpu"),
-     ({"every": "1s", "duration": {"distribution": "gamma"}}, "network.router_stalls.duration")],
+    [("often", ""), ({"every": "1s"}, ".duration"), ({"every": "0s", "duration": "1ms"}, ".every"),
+     ({"every": "1s", "duration": "1ms", "cpu": 1}, ".cpu"), ({"every": "1s", "duration": {"distribution": "gamma"}}, ".duration")],
 )
-def test_router_stalls_errors_name_the_field(value, field):
+def test_stalls_errors_name_the_field(setting, value, field):
     with pytest.raises(ScenarioError) as e:
-        Scenario.from_dict(doc(router_stalls=value))
-    assert e.value.field.startswith(field)
+        Scenario.from_dict(doc(**{setting: value}))
+    assert e.value.field.startswith(f"network.{setting}{field}")
 
 
 @pytest.mark.parametrize("value", ["soon", {"distribution": "gamma"}, {"distribution": "lognormal", "median": "-3us", "sigma": 1}])

@@ -56,7 +56,7 @@ _TOP_KEYS = {
 }
 _NETWORK_KEYS = {
     "bottleneck_rate", "buffer", "loss", "access_rate", "bdp_rtt", "qdisc", "reverse_bottleneck", "dynamics", "trace",
-    "router", "router_burst", "delay_noise", "router_stalls",
+    "router", "router_burst", "delay_noise", "router_stalls", "return_stalls",
     "trace_repeat",
 }
 _RUN_KEYS = {"duration", "warmup", "seed", "sample_interval", "start_jitter"}
@@ -64,11 +64,10 @@ _RUN_KEYS = {"duration", "warmup", "seed", "sample_interval", "start_jitter"}
 DEFAULT_START_JITTER = "10ms"
 
 
-def resolve_router_stalls(value: Any) -> dict | None:
-    """``network.router_stalls`` in engine form: "none", or a table of
-    ``every`` (mean time between stalls) and ``duration`` (a distribution of
-    durations, as for ``delay_noise``)."""
-    where = "network.router_stalls"
+def resolve_stalls(value: Any, where: str) -> dict | None:
+    """``network.router_stalls`` or ``network.return_stalls`` in engine form:
+    "none", or a table of ``every`` (mean time between stalls) and
+    ``duration`` (a distribution of durations, as for ``delay_noise``)."""
     if value == "none":
         return None
     if not isinstance(value, dict):
@@ -328,8 +327,9 @@ def resolve(doc: dict, catalogue: Catalogue | None = None, base: Path | None = N
         # "none", or a lateness of exactly zero, keeps every delay exact.
         noise = None if net["delay_noise"] == "none" else resolve_dist(net["delay_noise"], parse_duration, "network.delay_noise")
         network["delay_noise"] = None if noise == {"distribution": "constant", "value": 0.0} else noise
-    if "router_stalls" in net:
-        network["router_stalls"] = resolve_router_stalls(net["router_stalls"])
+    for stalls in ("router_stalls", "return_stalls"):
+        if stalls in net:
+            network[stalls] = resolve_stalls(net[stalls], f"network.{stalls}")
     if "qdisc" in net:
         network["qdisc"] = resolve_qdisc(net["qdisc"], "network.qdisc", bdp_bytes)
         check_red_fits(network["qdisc"], network["buffer"])

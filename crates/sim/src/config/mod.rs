@@ -95,6 +95,18 @@ pub struct NetworkConfig {
     /// a switch.
     #[serde(default = "default_router_stalls")]
     pub router_stalls: Option<StallConfig>,
+    /// When the return path passes no ACK of any flow, and for how long: the
+    /// CPUs that run the receivers, the right router and the delay emulator
+    /// busy elsewhere (net/stall.rs). Every flow's ACKs wait for the same
+    /// stall's end and reach their senders together, on top of each flow's
+    /// own `delay_noise`. On the linux backend the return path's long delays
+    /// do hit both flows of a pair together, but drawing them so (with
+    /// `delay_noise`'s tail moved here, `net::stall::measured_return_stalls`)
+    /// left the agreement with the kernel as it was (docs/fidelity.md, "The
+    /// return path's shared stalls"), so the default is None. Applies to the
+    /// long-lived flows' return legs, where `delay_noise` applies.
+    #[serde(default)]
+    pub return_stalls: Option<StallConfig>,
 }
 
 /// The linux backend's return-path noise, measured end to end on its

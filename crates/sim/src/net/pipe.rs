@@ -12,9 +12,13 @@
 //!
 //! A propagation leg may be late by a random amount per packet (`set_noise`:
 //! a delay emulator's release error); arrivals stay in order, so the noise
-//! bunches packets but never reorders them.
+//! bunches packets but never reorders them. It may also pass nothing while
+//! the hosts' CPUs are busy elsewhere (`set_stalls`): a packet due inside such
+//! a stall arrives at its end. The return legs of all flows draw the same
+//! stalls, so the ACKs of every flow bunch together, as on a shared machine.
 
 use crate::dist::{Dist, Sampler};
+use crate::net::stall::Stalls;
 use crate::packet::{Packet, Payload};
 use crate::rng::Rng;
 use crate::units::{Dur, Rate, Time};
@@ -31,6 +35,8 @@ pub struct Pipe {
     staged: Vec<Packet>,
     /// Lateness added to each packet's delay (nanoseconds), from its own stream.
     noise: Option<(Sampler, Rng)>,
+    /// When the leg passes nothing (the stalls of the hosts' CPUs).
+    stalls: Option<Stalls>,
 }
 
 /// Whether `next` is the segment after `prev` in one super-packet.
@@ -52,7 +58,7 @@ pub fn continues_skb(prev: &Packet, next: &Packet) -> bool {
 
 impl Pipe {
     pub fn new(rate: Option<Rate>, delay: Dur) -> Pipe {
-        Pipe { rate, delay, busy_until: Time::ZERO, in_flight: VecDeque::new(), whole_skbs: false, staged: Vec::new(), noise: None }
+        Pipe { rate, delay, busy_until: Time::ZERO, in_flight: VecDeque::new(), whole_skbs: false, staged: Vec::new(), noise: None, stalls: None }
     }
 
     /// Deliver each super-packet whole, when its last segment is through.
@@ -64,6 +70,11 @@ impl Pipe {
     /// count as zero), keeping arrivals in order.
     pub fn set_noise(&mut self, noise: Dist, rng: Rng) {
         self.noise = Some((Sampler::new(noise), rng));
+    }
+
+    /// Hold each packet due during one of `stalls` until the stall ends.
+    pub fn set_stalls(&mut self, stalls: Stalls) {
+        self.stalls = Some(stalls);
     }
 
     pub fn delay(&self) -> Dur {
@@ -117,6 +128,10 @@ impl Pipe {
         if let Some(&(last, _)) = self.in_flight.back() {
             arrival = arrival.max(last);
         }
+        if let Some(stalls) = &mut self.stalls {
+            // In order already, so the stalls are asked at non-decreasing times.
+            arrival = stalls.free_at(arrival);
+        }
         let was_empty = self.in_flight.is_empty();
         for p in self.staged.drain(..) {
             self.in_flight.push_back((arrival, p));
@@ -167,6 +182,7 @@ impl Pipe {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::dist::Dist;
     use crate::packet::{AckSegment, SackBlocks};
 
     fn ack(n: u32) -> Packet {
@@ -298,15 +314,10 @@ mod tests {
         assert!(got.iter().enumerate().all(|(i, t)| t.0 >= (i as u64 + 1) * 1_000_000));
     }
 
-    /// The default return-path noise, through the leg's FIFO at the ACK
-    /// spacing of the runs it was measured on (a flow's ACK every 0.5-1.5 ms),
-    /// has the shape measured on the linux backend end to end (config/mod.rs):
-    /// median 48-104 us, p95 172-308 us, p99 0.65-1.2 ms, p99.9 1.9-4.9 ms.
-    #[test]
-    fn the_default_noise_through_the_fifo_has_the_measured_shape() {
-        let noise = crate::config::default_delay_noise().unwrap();
-        let mut p = Pipe::new(None, Dur::from_ms(20));
-        p.set_noise(noise, Rng::stream(1, "noise"));
+    /// How late a return leg delivers ACKs sent at the spacing of the runs
+    /// the noise was measured on (a flow's ACK every 0.5-1.5 ms): p50, p95,
+    /// p99 and p99.9 in microseconds.
+    fn lateness_at_ack_spacing(mut p: Pipe) -> [f64; 4] {
         let mut spacing = Rng::stream(1, "spacing");
         let mut sent = vec![Time::ZERO];
         let first = p.push(Time::ZERO, ack(0)).unwrap();
@@ -316,13 +327,61 @@ mod tests {
             assert_eq!(p.push(t, ack(i)), None);
         }
         let got = arrivals(&mut p, first);
-        let mut late: Vec<u64> = got.iter().zip(&sent).map(|(a, s)| a.0 - s.0 - 20_000_000).collect();
+        let mut late: Vec<u64> = got.iter().zip(&sent).map(|(a, s)| a.0 - s.0 - p.delay().0).collect();
         late.sort_unstable();
         let pct = |q: f64| late[((late.len() - 1) as f64 * q) as usize] as f64 / 1000.0;
-        let (p50, p95, p99, p999) = (pct(0.5), pct(0.95), pct(0.99), pct(0.999));
+        [pct(0.5), pct(0.95), pct(0.99), pct(0.999)]
+    }
+
+    /// The linux backend's return path measured end to end (config/mod.rs):
+    /// median 48-104 us, p95 172-308 us, p99 0.65-1.2 ms, p99.9 1.9-4.9 ms.
+    fn assert_measured_shape([p50, p95, p99, p999]: [f64; 4]) {
         assert!((45.0..=110.0).contains(&p50), "p50 {p50} us");
         assert!((150.0..=320.0).contains(&p95), "p95 {p95} us");
         assert!((600.0..=1_400.0).contains(&p99), "p99 {p99} us");
         assert!((1_800.0..=5_000.0).contains(&p999), "p99.9 {p999} us");
+    }
+
+    /// The default return-path noise, through the leg's FIFO, has the
+    /// measured shape.
+    #[test]
+    fn the_default_noise_through_the_fifo_has_the_measured_shape() {
+        let mut p = Pipe::new(None, Dur::from_ms(20));
+        p.set_noise(crate::config::default_delay_noise().unwrap(), Rng::stream(1, "noise"));
+        assert_measured_shape(lateness_at_ack_spacing(p));
+    }
+
+    /// So has the noise's body with the measured shared stalls in place of
+    /// its tail (net/stall.rs).
+    #[test]
+    fn the_noise_body_with_the_measured_return_stalls_has_the_measured_shape() {
+        let mut p = Pipe::new(None, Dur::from_ms(20));
+        let body = Dist::Lognormal { mu: crate::config::RETURN_NOISE_MEDIAN_NS.ln(), sigma: crate::config::RETURN_NOISE_SIGMA };
+        p.set_noise(body, Rng::stream(1, "noise"));
+        p.set_stalls(Stalls::new(&crate::net::stall::measured_return_stalls(), Rng::stream(1, "return-stalls")));
+        assert_measured_shape(lateness_at_ack_spacing(p));
+    }
+
+    /// Two flows' return legs given the same stall stream hold their packets
+    /// through the same stalls: what is due inside one leaves at its end on
+    /// both legs, together; what is due outside passes untouched.
+    #[test]
+    fn legs_with_one_stall_stream_stall_together() {
+        let cfg = crate::net::stall::StallConfig { every: Dur::from_ms(5), duration: Dist::Constant { value: 1_000_000.0 } };
+        let leg = || {
+            let mut p = Pipe::new(None, Dur::ZERO);
+            p.set_stalls(Stalls::new(&cfg, Rng::stream(7, "return-stalls")));
+            p
+        };
+        let (mut legs, mut free) = ([leg(), leg()], leg());
+        let (start, end) = Stalls::new(&cfg, Rng::stream(7, "return-stalls")).window();
+        // Flow 0's ACK is due as the stall starts, flow 1's half-way through it.
+        let due = [start, Time(start.0 + 500_000)];
+        let got: Vec<Time> = legs.iter_mut().zip(due).map(|(p, d)| p.push(d, ack(0)).unwrap()).collect();
+        assert_eq!(got, vec![end, end]);
+        let before = Time(start.0 - 1);
+        assert_eq!(free.push(before, ack(0)), Some(before), "due before the stall: on time");
+        assert_eq!(free.push(Time(end.0 - 1), ack(1)), None, "inside it: held behind the first");
+        assert_eq!(free.pop().map(|(_, next)| next), Some(Some(end)));
     }
 }

@@ -89,7 +89,7 @@ impl Topology {
 
     /// Receiver host -> (reverse bottleneck) -> propagation -> sender; the
     /// propagation is late by `noise` per packet when given.
-    fn ack_route(&mut self, dir: Direction, delay: Dur, noise: Option<(Dist, Rng)>) -> Vec<Hop> {
+    fn ack_route(&mut self, dir: Direction, delay: Dur, noise: Option<(Dist, Rng)>, stalls: Option<Stalls>) -> Vec<Hop> {
         let hops = if self.reverse_bottleneck {
             // ACKs go straight to the bottleneck: serialising 52-80 bytes at the
             // access rate takes a tenth of a microsecond and would cost an event
@@ -102,8 +102,13 @@ impl Topology {
             vec![Hop::Pipe(self.pipe(Some(self.access), delay)), Hop::Sender]
         };
         // The propagation is the hop before the sender, a pipe either way.
-        if let (Some((dist, rng)), Hop::Pipe(pipe)) = (noise, hops[hops.len() - 2]) {
-            self.pipes[pipe as usize].set_noise(dist, rng);
+        if let Hop::Pipe(pipe) = hops[hops.len() - 2] {
+            if let Some((dist, rng)) = noise {
+                self.pipes[pipe as usize].set_noise(dist, rng);
+            }
+            if let Some(stalls) = stalls {
+                self.pipes[pipe as usize].set_stalls(stalls);
+            }
         }
         hops
     }
@@ -265,7 +270,9 @@ impl Simulation {
             let jitter = f.jitter.clone().map(|j| (j, Rng::stream(seed, &format!("jitter-{i}"))));
             let fwd = topo.data_route(f.direction, data_delay, jitter, Hop::Receiver);
             let noise = cfg.network.delay_noise.clone().map(|d| (d, Rng::stream(seed, &format!("delay-noise-{i}"))));
-            let rev = topo.ack_route(f.direction, ack_delay, noise);
+            // One stream for every flow: each leg draws the same stalls.
+            let stalls = cfg.network.return_stalls.as_ref().map(|c| Stalls::new(c, Rng::stream(seed, "return-stalls")));
+            let rev = topo.ack_route(f.direction, ack_delay, noise, stalls);
             let flow_seed = Rng::stream(seed, &format!("cca-{id}")).next_u64();
             let (sender, receiver) = endpoints(id, &f.tcp, cc, f.size, flow_seed, &cfg.hosts);
             routes.push([route(&fwd), route(&rev)]);

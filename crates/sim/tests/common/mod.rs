@@ -45,6 +45,7 @@ pub fn scenario(rate_mbps: u64, buffer: QueueLimit, loss: LossSpec, flows: Vec<F
             // The analytical checks keep exact delays.
             delay_noise: None,
             router_stalls: None,
+            return_stalls: None,
         },
         flows,
         udp: Vec::new(),

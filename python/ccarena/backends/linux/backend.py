@@ -124,6 +124,9 @@ def check_scenario(sc: Scenario, backend: str = "linux", max_rate_bps: int | Non
     if isinstance(sc.doc.get("network"), dict) and "router_stalls" in sc.doc["network"]:
         notes.append("network.router_stalls is not applied: it models a Linux router's CPU stalls; the kernel's router "
                      "stalls as its machine makes it (tools/kernel_host_timing.py measures it)")
+    if isinstance(sc.doc.get("network"), dict) and "return_stalls" in sc.doc["network"]:
+        notes.append("network.return_stalls is not applied: it models the return path's CPU stalls; the kernel's hosts "
+                     "stall as their machine makes them (tools/kernel_host_timing.py measures them)")
     hosts_doc = sc.doc.get("hosts")
     if isinstance(hosts_doc, dict) and hosts_doc.get("tso_defer", "ack_due") != "ack_due":
         notes.append(f"hosts.tso_defer = {hosts_doc['tso_defer']!r} is not applied: the kernel follows its own rule "
