@@ -84,6 +84,18 @@ def _mbps(bps: int) -> str:
     return f"{bps / 1e6:g} Mbps"
 
 
+#: Network settings that model a Linux machine's timing in the simulator:
+#: the kernel has its own, so the linux backend notes them and goes on.
+_SIMULATED_HOST_TIMING = {
+    "delay_noise": "it models the return path's timing noise; the kernel's hosts and paths have their own "
+                   "(tools/kernel_host_timing.py measures it)",
+    "router_stalls": "it models a Linux router's CPU stalls; the kernel's router stalls as its machine makes it "
+                     "(tools/kernel_host_timing.py measures it)",
+    "return_stalls": "it models the return path's CPU stalls; the kernel's hosts stall as their machine makes them "
+                     "(tools/kernel_host_timing.py measures them)",
+}
+
+
 def check_scenario(sc: Scenario, backend: str = "linux", max_rate_bps: int | None = MAX_RATE_BPS, hz: int | None = None) -> list[str]:
     """Raises ScenarioError for what the kernel cannot do; returns notes on
     what it does differently. The testbed backend checks with its own name,
@@ -118,15 +130,9 @@ def check_scenario(sc: Scenario, backend: str = "linux", max_rate_bps: int | Non
         raise ScenarioError("network.qdisc", f"{where}'s bottleneck is tbf's drop-tail queue (or on linux the step queue, RED under tbf); allowed: {', '.join(allowed)}, got {qdisc!r}")
     if qdisc == "step" and not has_red():
         raise ScenarioError("network.qdisc", f"{where} maps the step queue onto the red qdisc, which this kernel lacks (sch_red)")
-    if isinstance(sc.doc.get("network"), dict) and "delay_noise" in sc.doc["network"]:
-        notes.append("network.delay_noise is not applied: it models the return path's timing noise; the kernel's hosts and "
-                     "paths have their own (tools/kernel_host_timing.py measures it)")
-    if isinstance(sc.doc.get("network"), dict) and "router_stalls" in sc.doc["network"]:
-        notes.append("network.router_stalls is not applied: it models a Linux router's CPU stalls; the kernel's router "
-                     "stalls as its machine makes it (tools/kernel_host_timing.py measures it)")
-    if isinstance(sc.doc.get("network"), dict) and "return_stalls" in sc.doc["network"]:
-        notes.append("network.return_stalls is not applied: it models the return path's CPU stalls; the kernel's hosts "
-                     "stall as their machine makes them (tools/kernel_host_timing.py measures them)")
+    network_doc = sc.doc.get("network")
+    if isinstance(network_doc, dict):
+        notes += [f"network.{key} is not applied: {why}" for key, why in _SIMULATED_HOST_TIMING.items() if key in network_doc]
     hosts_doc = sc.doc.get("hosts")
     if isinstance(hosts_doc, dict) and hosts_doc.get("tso_defer", "ack_due") != "ack_due":
         notes.append(f"hosts.tso_defer = {hosts_doc['tso_defer']!r} is not applied: the kernel follows its own rule "
