@@ -23,13 +23,21 @@ reports what the host model of the simulator is built from:
   although a packet was waiting for it and its tokens (how often, how
   long), and how many skbs of how many flows each overflow of its queue
   took; what `network.router_stalls` is fitted to;
+* with `--reads`, the receiving application's reads (perf's tracepoints
+  `sock:sock_recv_length` and `tcp:tcp_rcv_space_adjust` of the first
+  flow's iperf3 server, aligned with the receiver's capture): reads per data
+  segment, segments per read, how long data waits between reaching the
+  receiver and the read that takes it, and the share of ACKs that leave
+  within a read (with the window test of `__tcp_ack_snd_check`, a Linux
+  receiver whose window has grown acknowledges in-order data when the
+  application reads it, in `tcp_cleanup_rbuf`);
 * the ACK clock's noise (the left router's captures of its bottleneck
   interface and of its interfaces towards the senders): per flow, how much
   later than its fastest an skb's ACK comes back (`return`) and the
   sender's next skb reaches the router (`loop`), the data that the
   simulator's `network.delay_noise` is fitted to.
 
-Usage (root; tcpdump installed)::
+Usage (root; tcpdump installed; perf too for ``--reads``)::
 
     python tools/kernel_host_timing.py --rate 400Mbps --rtt 10ms --offloads on --seconds 10
 
@@ -44,6 +52,7 @@ import bisect
 import collections
 import itertools
 import json
+import re
 import struct
 import subprocess
 import tempfile
@@ -379,6 +388,84 @@ def router_stalls(btl: Path, arrivals: list[Path], tbf_rate_bps: int, min_stall_
     return out
 
 
+def perf_reads(script: str, offset_ns: int) -> tuple[dict[int, set[int]], dict[str, list[tuple[int, int, int]]]]:
+    """From `perf script --ns -F tid,time,event,trace`: each server thread's
+    peer ports (from `tcp_rcv_space_adjust`, which names the socket's ports;
+    iperf3's control and data connections share a thread) and every TCP
+    socket's reads as (realtime ns, bytes, thread)."""
+    ports_of_tid: dict[int, set[int]] = collections.defaultdict(set)
+    reads: dict[str, list[tuple[int, int, int]]] = collections.defaultdict(list)
+    for line in script.splitlines():
+        m = re.match(r"\s*(\d+)\s+(\d+\.\d+):\s+(\S+):(.*)", line)
+        if not m:
+            continue
+        tid, t, event, rest = int(m.group(1)), int(round(float(m.group(2)) * 1e9)) + offset_ns, m.group(3), m.group(4)
+        if event == "tcp:tcp_rcv_space_adjust":
+            ports = re.search(r"sport=(\d+) dport=(\d+)", rest)
+            if ports:
+                ports_of_tid[tid].add(int(ports.group(2)))
+        elif event == "sock:sock_recv_length" and "IPPROTO_TCP" in rest:
+            sk = re.search(r"sk address = (\S+),", rest)
+            length = re.search(r"length = (-?\d+)", rest)
+            if sk and length:
+                reads[sk.group(1)].append((t, int(length.group(1)), tid))
+    return ports_of_tid, reads
+
+
+def application_reads(receiver: Path, script: str, offset_ns: int, data_port: int) -> dict:
+    """How the first flow's receiving application read its data (module doc)."""
+    rx = [(t, f) for t, fr in read_pcap(receiver) if (f := tcp_fields(fr))]
+    data_in = [(t, f) for t, f in rx if f[5] == data_port and f[1] > 0]
+    acks_out = [t for t, f in rx if f[4] == data_port and f[1] == 0]
+    if not data_in:
+        return {}
+    client_port = collections.Counter(f[4] for _, f in data_in).most_common(1)[0][0]
+    ports_of_tid, reads = perf_reads(script, offset_ns)
+    tids = {tid for tid, ports in ports_of_tid.items() if client_port in ports}
+    bytes_of = {sk: sum(n for _, n, tid in rs if n > 0 and tid in tids) for sk, rs in reads.items()}
+    if not bytes_of or max(bytes_of.values()) == 0:
+        return {"error": "no reads of the first flow's socket in perf's record"}
+    sk = max(bytes_of, key=bytes_of.__getitem__)
+    done = sorted(t for t, n, _ in reads[sk] if n > 0)
+    # Steady state only: from 2 s after the first data to 0.5 s before the last.
+    t0, t1 = data_in[0][0] + 2_000_000_000, data_in[-1][0] - 500_000_000
+    arrivals, segs = [], []
+    for t, f in data_in:
+        if t0 <= t <= t1:
+            arrivals.append(t)
+            segs.append(max(1, round(f[1] / MSS)))
+    done = [t for t in done if t0 <= t <= t1]
+    acks = [t for t in acks_out if t0 <= t <= t1]
+    segments = sum(segs)
+    cumulative = list(itertools.accumulate(segs))
+    wait, per_read = [], []
+    for before, t in zip(done, done[1:]):
+        i, j = bisect.bisect_right(arrivals, before), bisect.bisect_right(arrivals, t)
+        if j > i:
+            wait.append((t - arrivals[i]) / 1000)
+            per_read.append(cumulative[j - 1] - (cumulative[i - 1] if i else 0))
+    # An ACK sent by a read leaves before the read returns (the tracepoint
+    # fires on return): the time from each ACK to the next return is short
+    # if reads send the ACKs, against the same for instants 0.5 ms earlier
+    # (perf's and tcpdump's clocks agree to some microseconds).
+    def to_next_read(instants: list[int]) -> list[float]:
+        out = []
+        for t in instants:
+            k = bisect.bisect_left(done, t)
+            if k < len(done):
+                out.append((done[k] - t) / 1000)
+        return out
+
+    return {
+        "reads_per_data_segment": round(len(done) / segments, 4) if segments else None,
+        "acks_per_data_segment": round(len(acks) / segments, 4) if segments else None,
+        "segments_per_read": percentiles(per_read, (10, 25, 50, 75, 90, 99)),
+        "arrival_to_read_us": percentiles(wait, (10, 25, 50, 75, 90, 95, 99)),
+        "ack_to_next_read_us": percentiles(to_next_read(acks), (10, 25, 50, 75, 90)),
+        "instant_to_next_read_us": percentiles(to_next_read([t - 500_000 for t in acks]), (10, 25, 50, 75, 90)),
+    }
+
+
 def noise_percentiles(delays: list[int]) -> dict:
     """Percentiles in microseconds of delays (ns) above their 0.1st percentile."""
     if not delays:
@@ -440,6 +527,7 @@ def main() -> None:
     ap.add_argument("--flows", type=int, default=1)
     ap.add_argument("--offloads", choices=["on", "off"], default="on")
     ap.add_argument("--seconds", type=float, default=10.0)
+    ap.add_argument("--reads", action="store_true", help="also record the receiving application's reads with perf")
     args = ap.parse_args()
     from ccarena.backends.linux import run_linux
     from ccarena.backends.linux.mapping import tbf_rate_bps
@@ -465,9 +553,20 @@ def main() -> None:
         threads = [threading.Thread(target=capture, args=(*where[k], p, stop, procs)) for k, p in files.items()]
         for th in threads:
             th.start()
+        perf = None
+        offset_ns = time.clock_gettime_ns(time.CLOCK_REALTIME) - time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+        if args.reads:
+            perf = subprocess.Popen(
+                ["perf", "record", "-a", "-k", "CLOCK_MONOTONIC", "-o", str(Path(tmp) / "perf.data"),
+                 "-e", "sock:sock_recv_length", "-e", "tcp:tcp_rcv_space_adjust"],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            )
         try:
             run_linux(scenario)
         finally:
+            if perf is not None:
+                perf.send_signal(2)
+                perf.wait()
             stop.set()
             for th in threads:
                 th.join()
@@ -482,6 +581,10 @@ def main() -> None:
         summary["bottleneck"] = analyse_bottleneck(files["L"], tbf_rate_bps(rate))
         summary["return_path_noise_us"] = return_path_noise(files["L"], [files[k] for k in towards])
         summary["router_stalls"] = router_stalls(files["L"], [files[k] for k in towards], tbf_rate_bps(rate))
+        if args.reads:
+            script = subprocess.run(["perf", "script", "--ns", "-F", "tid,time,event,trace", "-i", str(Path(tmp) / "perf.data")],
+                                    capture_output=True, text=True).stdout
+            summary["application_reads"] = application_reads(files["r0"], script, offset_ns, 5201)
         summary["setup"] = {k: v for k, v in vars(args).items()}
         print(json.dumps(summary, indent=1))
 
