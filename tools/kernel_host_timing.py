@@ -221,7 +221,38 @@ def analyse_bottleneck(path: Path, tbf_rate_bps: int, window: int = 50) -> dict:
     return out
 
 
-def return_path_noise(btl: Path, arrivals: list[Path]) -> dict:
+def receiver_holds(receiver: Path) -> tuple[int, list[tuple[int, int, int]]]:
+    """The first flow's receiver from its own capture: its sender's port and,
+    for each data packet, (end sequence unwrapped, arrival, departure of the
+    first ACK covering its last byte, cumulatively or by SACK)."""
+    data, acks = [], []
+    for t, fr in read_pcap(receiver):
+        f = tcp_fields(fr)
+        if not f:
+            continue
+        if to_receiver(fr, f):
+            data.append((t, f[4], f[2] + f[1]))
+        elif f[1] == 0 and f[4] == 5201:
+            ip = fr[14:]
+            acks.append((t, max([f[3], *sack_right_edges(ip)], key=lambda x: seq_offset(x, f[3]))))
+    if not data:
+        return 0, []
+    port = collections.Counter(p for _, p, _ in data).most_common(1)[0][0]
+    data = [(t, e) for t, p, e in data if p == port]
+    ends = unwrap([e for _, e in data])
+    ack_times = [t for t, _ in acks]
+    covered = list(itertools.accumulate(unwrap([a for _, a in acks]), max)) if acks else []
+    rows = []
+    for (t, _), end in zip(data, ends):
+        i = bisect.bisect_left(covered, end)
+        while i < len(covered) and ack_times[i] < t:
+            i += 1
+        if i < len(covered):
+            rows.append((end, t, ack_times[i]))
+    return port, rows
+
+
+def return_path_noise(btl: Path, arrivals: list[Path], receiver: Path | None = None) -> dict:
     """How much later than its fastest each flow's ACK clock turns, per flow.
 
     From the left router's captures: of its bottleneck interface, which sees
@@ -235,7 +266,18 @@ def return_path_noise(btl: Path, arrivals: list[Path]) -> dict:
     program's hold, serialisation). What is left is the timing noise of the
     right router, the receiver's stack and application reads, the delay
     program, the sender's turnaround and the CPUs' scheduling: what the
-    simulator's `network.delay_noise` stands for (docs/fidelity.md)."""
+    simulator's `network.delay_noise` stands for (docs/fidelity.md).
+
+    With the first flow's receiver capture, also `return_less_receiver`: the
+    same less the time the receiver held the skb's last segment before an
+    ACK covering it left (arrival to ACK at the receiver: its read), i.e. the
+    return path's noise without the receiver's part, for a simulator whose
+    receivers hold data themselves (`hosts.rx_batching`)."""
+    held: dict[int, int] = {}
+    port = None
+    if receiver is not None:
+        port, rows = receiver_holds(receiver)
+        held = {end & 0xFFFFFFFF: ack - arrival for end, arrival, ack in rows}
     data: dict = collections.defaultdict(list)
     acks: dict = collections.defaultdict(list)
     for t, fr in read_pcap(btl):
@@ -260,15 +302,20 @@ def return_path_noise(btl: Path, arrivals: list[Path]) -> dict:
         skbs = list(zip((t for t, _ in data[key]), unwrap([e for _, e in data[key]])))
         skbs = skbs[len(skbs) // 10 :]  # past slow start
         nexts = sorted(arriving.get(key, []))
-        back, loop = [], []
+        back, loop, less = [], [], []
+        own = key[0] == 0 and key[1] == port
         for t, end in skbs:
             i = bisect.bisect_left(covered, end)
             if i < len(covered) and ack_times[i] > t:
                 back.append(ack_times[i] - t)
+                if own and (h := held.get(end & 0xFFFFFFFF)) is not None:
+                    less.append(ack_times[i] - t - h)
                 n = bisect.bisect_right(nexts, ack_times[i])
                 if n < len(nexts):
                     loop.append(nexts[n] - t)
         out[f"flow{j}"] = {"skbs": len(back), "return": noise_percentiles(back), "loop": noise_percentiles(loop)}
+        if less:
+            out[f"flow{j}"]["return_less_receiver"] = noise_percentiles(less)
     return out
 
 
@@ -579,7 +626,7 @@ def main() -> None:
             raise SystemExit(f"no capture on {', '.join(missing)}: {errors}")
         summary = analyse(files["s0"], files["r0"], 5201)
         summary["bottleneck"] = analyse_bottleneck(files["L"], tbf_rate_bps(rate))
-        summary["return_path_noise_us"] = return_path_noise(files["L"], [files[k] for k in towards])
+        summary["return_path_noise_us"] = return_path_noise(files["L"], [files[k] for k in towards], files["r0"])
         summary["router_stalls"] = router_stalls(files["L"], [files[k] for k in towards], tbf_rate_bps(rate))
         if args.reads:
             script = subprocess.run(["perf", "script", "--ns", "-F", "tid,time,event,trace", "-i", str(Path(tmp) / "perf.data")],
