@@ -52,10 +52,15 @@ FIELDS = [
 ]
 
 DIST = st.fixed_dictionaries({
-    "distribution": st.sampled_from(["constant", "uniform", "exponential", "normal", "lognormal", "pareto", "lognormal_pareto"]),
-}, optional={k: st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(-(2**70), 2**70),
-                           st.sampled_from(["1ns", "10ms", "1e300s", "0s"]))
-             for k in ("mu", "sigma", "k", "alpha", "tail", "max", "min", "mean", "sd", "median", "value")})
+    "distribution": st.sampled_from(["constant", "uniform", "exponential", "normal", "lognormal", "pareto", "lognormal_pareto",
+                                     "empirical"]),
+}, optional={**{k: st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(-(2**70), 2**70),
+                              st.sampled_from(["1ns", "10ms", "1e300s", "0s"]))
+                for k in ("mu", "sigma", "k", "alpha", "tail", "max", "min", "mean", "sd", "median", "value")},
+             # An empirical distribution's points (lists; or anything else).
+             **{k: st.one_of(st.lists(st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.sampled_from(["1ns", "10ms", "0s"])),
+                                      max_size=5), st.sampled_from(["1ms", 0.5]))
+                for k in ("values", "probabilities")}})
 
 
 def _set(doc, dotted, value):

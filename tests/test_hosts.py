@@ -1,11 +1,13 @@
 """The [hosts] table: segmentation offload, batched receivers, the hosts' line
 rate; checked like every table, recorded per flow, mapped onto the kernel."""
 
+import json
 import math
 
 import pytest
 
 import ccarena
+from ccarena import _engine
 from ccarena.scenario import Scenario, ScenarioError, schema
 
 
@@ -129,6 +131,35 @@ def test_path_delay_noise_defaults_to_the_measured_return_path_and_can_be_turned
     r_off = ccarena.run("bench", overrides={**base, "network.delay_noise": "none"}).flows.throughput_mbps.tolist()
     assert r_default != r_off
     assert ccarena.run("bench", overrides=base).flows.throughput_mbps.tolist() == r_default
+
+
+def test_a_measured_distribution_goes_in_as_its_percentiles():
+    # The kernel receiver's wait for iperf3's read (docs/fidelity.md) as an
+    # rx_hold: values with units at cumulative probabilities, linear between.
+    measured = {"distribution": "empirical", "values": ["0.5us", "3.3us", "24us", "92us", "827us", "2ms"],
+                "probabilities": [0, 0.1, 0.5, 0.9, 0.99, 1]}
+    d = doc()
+    d["hosts"] = {"rx_batching": True, "rx_hold": measured}
+    hold = Scenario.from_dict(d).engine["hosts"]["rx_hold"]
+    assert hold == {"distribution": "empirical", "values": [500.0, 3_300.0, 24_000.0, 92_000.0, 827_000.0, 2e6],
+                    "probabilities": [0.0, 0.1, 0.5, 0.9, 0.99, 1.0]}
+    draws = sorted(_engine.sample_dist_json(json.dumps(hold), 1, "t", 20_000))
+    assert draws[0] >= 500.0 and draws[-1] <= 2e6
+    assert 20_000 < draws[10_000] < 28_000  # the median
+    assert 80_000 < draws[18_000] < 105_000  # p90
+    # Bad points are named, field and element.
+    for value, field, words in [
+        ({**measured, "values": ["1us", "2us"]}, "hosts.rx_hold", "as many values as probabilities"),
+        ({**measured, "probabilities": [0, 0.1, 0.5, 0.9, 0.99, 0.999]}, "hosts.rx_hold.probabilities", "end at 1"),
+        ({**measured, "probabilities": [0, 0.5, 0.5, 0.9, 0.99, 1]}, "hosts.rx_hold.probabilities", "rise strictly"),
+        ({**measured, "values": ["0.5us", "3.3us", "24us", "9us", "827us", "2ms"]}, "hosts.rx_hold.values", "must not decrease"),
+        ({**measured, "values": ["0.5us", "3.3us", "24us", "92xs", "827us", "2ms"]}, "hosts.rx_hold.values[3]", "unknown time unit"),
+        ({**measured, "values": "24us"}, "hosts.rx_hold.values", "must be a list"),
+    ]:
+        d["hosts"]["rx_hold"] = value
+        with pytest.raises(ScenarioError) as e:
+            Scenario.from_dict(d)
+        assert e.value.field == field and words in str(e.value), str(e.value)
 
 
 def test_router_stalls_default_to_the_measured_ones_and_can_be_turned_off():

@@ -104,6 +104,17 @@ pub enum Dist {
         #[serde(default)]
         max: Option<f64>,
     },
+    /// A measured distribution given by points of its CDF: the value at each
+    /// cumulative probability, linear in between (ns-3's
+    /// `EmpiricalRandomVariable` with interpolation). Measured percentiles
+    /// go in as they are, with the smallest and largest values seen at 0
+    /// and 1.
+    Empirical {
+        /// The values at those probabilities, non-decreasing.
+        values: Vec<f64>,
+        /// Cumulative probabilities, rising strictly from 0 to 1.
+        probabilities: Vec<f64>,
+    },
 }
 
 impl Dist {
@@ -142,6 +153,7 @@ impl Dist {
         match *self {
             Dist::Uniform { min, max } if max.is_nan() || min > max => Err(ConfigError::new("", "needs 0 <= min <= max")),
             Dist::Pareto { k, max, .. } | Dist::LognormalPareto { k, max, .. } => check_max(k, max),
+            Dist::Empirical { ref values, ref probabilities } => check_empirical(values, probabilities),
             _ => Ok(()),
         }
     }
@@ -176,6 +188,7 @@ impl Dist {
                     (1.0 - tail_mass) + tail_mass * pareto_cdf(x, k, alpha, max)
                 }
             }
+            Dist::Empirical { ref values, ref probabilities } => empirical_cdf(x, values, probabilities),
         }
     }
 
@@ -205,6 +218,12 @@ impl Dist {
                 let tail_mean = pareto_mean(k, alpha, max);
                 (1.0 - tail_mass) * body_mean + tail_mass * tail_mean
             }
+            // Each segment is uniform between its two values.
+            Dist::Empirical { ref values, ref probabilities } => values
+                .windows(2)
+                .zip(probabilities.windows(2))
+                .map(|(v, p)| (p[1] - p[0]) * (v[0] + v[1]) / 2.0)
+                .sum(),
         }
     }
 
@@ -225,6 +244,7 @@ impl Dist {
             Dist::Lognormal { mu, sigma } => (mu + sigma * std_normal(rng)).exp(),
             Dist::Pareto { k, alpha, max } => pareto_sample(rng, k, alpha, max),
             Dist::LognormalPareto { .. } => Sampler::new(self.clone()).sample(rng),
+            Dist::Empirical { ref values, ref probabilities } => empirical_at(rng.uniform(), values, probabilities),
         }
     }
 }
@@ -266,6 +286,49 @@ impl Sampler {
             ref d => d.sample(rng),
         }
     }
+}
+
+fn check_empirical(values: &[f64], probabilities: &[f64]) -> Result<(), ConfigError> {
+    if values.len() != probabilities.len() || values.len() < 2 {
+        return Err(ConfigError::new(
+            "",
+            format!("needs as many values as probabilities, at least 2 (got {} and {})", values.len(), probabilities.len()),
+        ));
+    }
+    if probabilities[0] != 0.0 || probabilities[probabilities.len() - 1] != 1.0 {
+        return Err(ConfigError::new("probabilities", "must start at 0 and end at 1 (the smallest and largest values)"));
+    }
+    if let Some(w) = probabilities.windows(2).find(|w| !(w[1] > w[0])) {
+        return Err(ConfigError::new("probabilities", format!("must rise strictly, got {} then {}", w[0], w[1])));
+    }
+    if let Some(v) = values.iter().find(|v| !(v.is_finite() && **v >= 0.0)) {
+        return Err(ConfigError::new("values", format!("must be finite and at least 0, got {v}")));
+    }
+    if let Some(w) = values.windows(2).find(|w| w[1] < w[0]) {
+        return Err(ConfigError::new("values", format!("must not decrease, got {} then {}", w[0], w[1])));
+    }
+    Ok(())
+}
+
+/// The empirical distribution's value at cumulative probability `u` in [0, 1).
+fn empirical_at(u: f64, values: &[f64], probabilities: &[f64]) -> f64 {
+    // The segment [p_i, p_i+1) holding u.
+    let i = probabilities.partition_point(|&p| p <= u).clamp(1, probabilities.len() - 1) - 1;
+    let (p0, p1) = (probabilities[i], probabilities[i + 1]);
+    values[i] + (values[i + 1] - values[i]) * ((u - p0) / (p1 - p0)).clamp(0.0, 1.0)
+}
+
+fn empirical_cdf(x: f64, values: &[f64], probabilities: &[f64]) -> f64 {
+    if x < values[0] {
+        return 0.0;
+    }
+    // The last segment starting at or below x.
+    let i = values.partition_point(|&v| v <= x);
+    if i >= values.len() {
+        return 1.0;
+    }
+    let (v0, v1) = (values[i - 1], values[i]);
+    probabilities[i - 1] + (probabilities[i] - probabilities[i - 1]) * (x - v0) / (v1 - v0)
 }
 
 fn check_max(k: f64, max: Option<f64>) -> Result<(), ConfigError> {
@@ -461,6 +524,56 @@ mod tests {
         let mut rng = Rng::stream(8, "cap");
         assert!((0..10_000).all(|_| capped.sample(&mut rng) <= 50.0));
         assert_eq!(capped.cdf(50.0), 1.0);
+    }
+
+    /// The kernel receiver's wait for iperf3's read, two flows at 400 Mbit/s
+    /// (docs/fidelity.md), as percentiles 0, 10, 25, 50, 75, 90, 99, 100 (ns).
+    fn measured_read_wait() -> Dist {
+        Dist::Empirical {
+            values: vec![500.0, 3_300.0, 10_000.0, 23_900.0, 39_100.0, 91_800.0, 827_000.0, 2_000_000.0],
+            probabilities: vec![0.0, 0.10, 0.25, 0.50, 0.75, 0.90, 0.99, 1.0],
+        }
+    }
+
+    #[test]
+    fn an_empirical_distribution_keeps_its_percentiles() {
+        let d = measured_read_wait();
+        check(d.clone(), "empirical");
+        let Dist::Empirical { ref values, ref probabilities } = d else { unreachable!() };
+        for (v, p) in values.iter().zip(probabilities) {
+            assert!((d.cdf(*v) - p).abs() < 1e-12, "cdf({v}) = {}, expected {p}", d.cdf(*v));
+            if *p < 1.0 {
+                assert!((empirical_at(*p, values, probabilities) - v).abs() < 1e-9);
+            }
+        }
+        // Halfway between two points, in value and in probability.
+        assert!((d.cdf((23_900.0 + 39_100.0) / 2.0) - 0.625).abs() < 1e-12);
+        assert_eq!(d.cdf(100.0), 0.0);
+        assert_eq!(d.cdf(3e6), 1.0);
+        let mut rng = Rng::stream(9, "empirical-mean");
+        let n = 400_000;
+        let m: f64 = (0..n).map(|_| d.sample(&mut rng)).sum::<f64>() / n as f64;
+        assert!((m / d.mean() - 1.0).abs() < 0.02, "sample mean {m}, expected {}", d.mean());
+        // Repeated values are a step: a point mass the draws can land on.
+        let step = Dist::Empirical { values: vec![1.0, 1.0, 2.0], probabilities: vec![0.0, 0.5, 1.0] };
+        let mut rng = Rng::stream(3, "step");
+        let ones = (0..10_000).filter(|_| step.sample(&mut rng) == 1.0).count();
+        assert!((4_700..5_300).contains(&ones), "{ones}");
+        assert_eq!(step.cdf(1.0), 0.5);
+    }
+
+    #[test]
+    fn an_empirical_distribution_rejects_malformed_points() {
+        let bad = |values: Vec<f64>, probabilities: Vec<f64>| {
+            Dist::Empirical { values, probabilities }.validate("rx_hold").expect_err("must be rejected").to_string()
+        };
+        assert!(bad(vec![1.0, 2.0], vec![0.0, 0.5, 1.0]).contains("as many values as probabilities"));
+        assert!(bad(vec![1.0], vec![0.0]).contains("at least 2"));
+        assert!(bad(vec![1.0, 2.0], vec![0.1, 1.0]).contains("start at 0 and end at 1"));
+        assert!(bad(vec![1.0, 2.0, 3.0, 4.0], vec![0.0, 0.5, 0.5, 1.0]).contains("rise strictly"));
+        assert!(bad(vec![2.0, 1.0], vec![0.0, 1.0]).contains("must not decrease"));
+        assert!(bad(vec![-1.0, 1.0], vec![0.0, 1.0]).contains("at least 0"));
+        assert!(measured_read_wait().validate("rx_hold").is_ok());
     }
 
     #[test]

@@ -30,7 +30,7 @@ __all__ = [
 #: A lognormal body's median (with a unit) instead of mu.
 _SCENARIO_ONLY = {"lognormal": {"median"}, "lognormal_pareto": {"median"}}
 #: Fields without a unit (shapes); the others take the unit of the value drawn.
-_UNITLESS = {"alpha", "sigma", "mu", "tail"}
+_UNITLESS = {"alpha", "sigma", "mu", "tail", "probabilities"}
 
 
 def surge() -> dict:
@@ -52,7 +52,9 @@ def resolve_dist(value: Any, parse: Callable[[Any], int], where: str) -> dict:
     or bytes). A plain value is a constant; a table names its ``distribution``:
     constant {value}, uniform {min, max}, exponential {mean}, normal {mean, sd,
     min, max}, lognormal {median or mu, sigma}, pareto {k, alpha, max},
-    lognormal_pareto {median or mu, sigma, k, alpha, tail, max}; "surge" is SURGE's file sizes."""
+    lognormal_pareto {median or mu, sigma, k, alpha, tail, max}, empirical
+    {values, probabilities} (lists: measured percentiles); "surge" is SURGE's
+    file sizes."""
     if value == "surge":
         return surge()
     if not isinstance(value, dict):
@@ -68,7 +70,11 @@ def resolve_dist(value: Any, parse: Callable[[Any], int], where: str) -> dict:
         if key == "distribution":
             continue
         w = f"{where}.{key}"
-        if key in _UNITLESS:
+        if fields.get(key, {}).get("list"):
+            if not isinstance(v, list):
+                raise ScenarioError(w, f"must be a list, got {excerpt(v)}")
+            out[key] = [number(x, f"{w}[{i}]") if key in _UNITLESS else float(unit(parse, x, f"{w}[{i}]")) for i, x in enumerate(v)]
+        elif key in _UNITLESS:
             out[key] = number(v, w)
         elif key == "max" and v == "none":
             continue
