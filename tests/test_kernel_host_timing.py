@@ -82,6 +82,41 @@ def test_return_path_noise_measures_the_ack_clock_above_its_fastest(tmp_path):
     assert loop["p50"] == pytest.approx(back["p50"], abs=1)
 
 
+def test_the_receivers_hold_is_taken_out_of_the_return_path_and_written_as_a_distribution(tmp_path):
+    """1,000 skbs 1 ms apart; each reaches the receiver 1 ms after the
+    bottleneck, which acknowledges it after a known hold (0-99 us), and the
+    ACK reaches the router 20 ms plus the hold plus a path lateness (0, 100,
+    200 or 300 us) after the skb left. Without the receiver's part the
+    noise is the path's alone."""
+    mss, segs = 1448, 10
+    btl, rcv, towards = [], [], []
+    for i in range(1000):
+        t = 1_000_000_000 + i * 1_000_000
+        start, end = 1 + i * segs * mss, 1 + (i + 1) * segs * mss
+        hold, path = (i * 7) % 100 * 1000, (i % 4) * 100_000
+        btl.append((t, frame(SENDER, RECEIVER, PORT, SERVER, start, 1, segs * mss)))
+        rcv.append((t + 1_000_000, frame(SENDER, RECEIVER, PORT, SERVER, start, 1, segs * mss)))
+        rcv.append((t + 1_000_000 + hold, frame(RECEIVER, SENDER, SERVER, PORT, 1, end, 0)))
+        btl.append((t + 20_000_000 + hold + path, frame(RECEIVER, SENDER, SERVER, PORT, 1, end, 0)))
+        towards.append((t + 20_010_000 + hold + path, frame(SENDER, RECEIVER, PORT, SERVER, end, 1, segs * mss)))
+    for name, records in (("btl", btl), ("r0", rcv), ("s0", towards)):
+        write_pcap(tmp_path / f"{name}.pcap", records)
+    flow = kht.return_path_noise(tmp_path / "btl.pcap", [tmp_path / "s0.pcap"], tmp_path / "r0.pcap")["flow0"]
+    less = flow["return_less_receiver"]
+    assert less["floor_us"] == pytest.approx(20_000, abs=1)
+    assert less["p10"] == pytest.approx(0, abs=1) and less["p50"] == pytest.approx(200, abs=1) and less["p99.9"] <= 300.5
+    assert flow["return"]["p50"] > less["p50"]  # the hold's part is in the whole return
+    dist = flow["return_less_receiver_as_distribution"]
+    assert dist["distribution"] == "empirical" and dist["probabilities"][0] == 0 and dist["probabilities"][-1] == 1
+    assert dist["values"][0] == "0.0us" and dist["values"][-1] == "300.0us"
+    # A scenario takes it as it is.
+    from ccarena.scenario import Scenario  # the package is needed only here
+
+    s = Scenario.from_dict({"name": "t", "network": {"bottleneck_rate": "100Mbps", "buffer": "100kB", "delay_noise": dist},
+                            "flows": [{"cca": "cubic", "rtt": "20ms"}], "run": {"duration": "1s"}})
+    assert s.engine["network"]["delay_noise"]["values"][-1] == 300_000.0
+
+
 def test_router_stalls_finds_tbf_holding_a_waiting_packet_and_counts_what_overflows_take(tmp_path):
     """1,000 skbs of 10 segments, two flows taking turns, tbf releasing them
     back to back at 400 Mbit/s from a queue they reached 2 ms earlier.

@@ -37,6 +37,10 @@ reports what the host model of the simulator is built from:
   sender's next skb reaches the router (`loop`), the data that the
   simulator's `network.delay_noise` is fitted to.
 
+The holds and the noise are also given as `*_as_distribution`: `empirical`
+distributions of the measured percentiles that a scenario takes as they
+are (`hosts.rx_hold`, `network.delay_noise`; docs/scenario.md).
+
 Usage (root; tcpdump installed; perf too for ``--reads``)::
 
     python tools/kernel_host_timing.py --rate 400Mbps --rtt 10ms --offloads on --seconds 10
@@ -115,6 +119,21 @@ def percentiles(xs: list[float], quantiles: tuple[float, ...] = (10, 25, 50, 75,
     return {"n": len(s), **picked, "mean": round(sum(s) / len(s), 2)}
 
 
+#: Cumulative probabilities at which `as_distribution` writes a measurement.
+EMPIRICAL_POINTS = (0, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.97, 0.99, 0.999, 1)
+
+
+def as_distribution(us: list[float]) -> dict | None:
+    """Samples in microseconds as a scenario's `empirical` distribution (the
+    smallest, the percentiles of EMPIRICAL_POINTS, the largest), ready to
+    paste into `hosts.rx_hold` or `network.delay_noise` (docs/scenario.md)."""
+    if len(us) < 2:
+        return None
+    s = sorted(us)
+    values = [s[min(len(s) - 1, round(p * (len(s) - 1)))] for p in EMPIRICAL_POINTS]
+    return {"distribution": "empirical", "values": [f"{max(v, 0.0):.1f}us" for v in values], "probabilities": list(EMPIRICAL_POINTS)}
+
+
 def analyse(sender: Path, receiver: Path, data_port: int) -> dict:
     out: dict = {}
     # Receiver: data in (dport = server port), ACKs out.
@@ -145,6 +164,7 @@ def analyse(sender: Path, receiver: Path, data_port: int) -> dict:
             first_data = last_data = None
             packets = 0
     out["receiver_batch_hold_us"] = percentiles(hold)
+    out["receiver_batch_hold_as_distribution"] = as_distribution(hold)
     out["receiver_data_to_ack_us"] = percentiles(turn)
     # Data packets (skbs as the receiver's interface saw them) each ACK
     # answered: above 1 where the receiver acknowledged several at once.
@@ -313,9 +333,11 @@ def return_path_noise(btl: Path, arrivals: list[Path], receiver: Path | None = N
                 n = bisect.bisect_right(nexts, ack_times[i])
                 if n < len(nexts):
                     loop.append(nexts[n] - t)
-        out[f"flow{j}"] = {"skbs": len(back), "return": noise_percentiles(back), "loop": noise_percentiles(loop)}
+        out[f"flow{j}"] = {"skbs": len(back), "return": noise_percentiles(back), "loop": noise_percentiles(loop),
+                           "loop_as_distribution": as_distribution(above_floor(loop))}
         if less:
             out[f"flow{j}"]["return_less_receiver"] = noise_percentiles(less)
+            out[f"flow{j}"]["return_less_receiver_as_distribution"] = as_distribution(above_floor(less))
     return out
 
 
@@ -513,12 +535,20 @@ def application_reads(receiver: Path, script: str, offset_ns: int, data_port: in
     }
 
 
+def above_floor(delays: list[int]) -> list[float]:
+    """Delays (ns) in microseconds above their 0.1st percentile (the fixed part)."""
+    if not delays:
+        return []
+    floor = sorted(delays)[len(delays) // 1000]
+    return [(d - floor) / 1000 for d in delays]
+
+
 def noise_percentiles(delays: list[int]) -> dict:
     """Percentiles in microseconds of delays (ns) above their 0.1st percentile."""
     if not delays:
         return {}
     floor = sorted(delays)[len(delays) // 1000]
-    above = [(d - floor) / 1000 for d in delays]
+    above = above_floor(delays)
     return {"floor_us": round(floor / 1000, 1), **percentiles(above, (10, 25, 50, 75, 90, 95, 97, 99, 99.5, 99.9))}
 
 
