@@ -558,6 +558,25 @@ def test_differences_below_the_shown_resolution_are_not_flagged():
     assert not flagged["seg_per_skb"] and not flagged["retrans"] and flagged["acks_per_seg"]
 
 
+def test_loss_episodes_that_take_both_flows_are_counted_from_the_retransmissions():
+    import pandas as pd
+
+    from ccarena.experiments.crosscheck import both_flow_loss_share
+
+    # Samples every 0.1 s; cumulative retransmissions per flow. After the
+    # 1 s warm-up: an episode of flow 0 alone (1.2 s), one of both spread
+    # over two samples (2.0-2.1 s), one of flow 1 alone (3.0 s). The
+    # start-up's losses (0.3 s) are not counted.
+    t = [round(0.1 * i, 1) for i in range(40)]
+    f0 = [0] * 3 + [50] * 9 + [60] * 8 + [70] * 20
+    f1 = [0] * 3 + [40] * 18 + [45] * 9 + [52] * 10
+    series = pd.DataFrame([{"t_s": ti, "flow": 0, "retransmissions": a} for ti, a in zip(t, f0)]
+                          + [{"t_s": ti, "flow": 1, "retransmissions": b} for ti, b in zip(t, f1)])
+    assert both_flow_loss_share(series, [0, 1], warmup_s=1.0) == pytest.approx(1 / 3)
+    assert both_flow_loss_share(series, [0, 1], warmup_s=3.5) != both_flow_loss_share(series, [0, 1], warmup_s=3.5)  # no episode: NaN
+    assert both_flow_loss_share(series, [0], warmup_s=1.0) != both_flow_loss_share(series, [0], warmup_s=1.0)  # not a pair: NaN
+
+
 def test_ratio_factors_and_summary():
     import pandas as pd
 

@@ -134,6 +134,7 @@ METRICS = {
     "utilization": "utilisation",
     "retrans": "retransmissions",
     "rtx_per_event": "retransmissions per congestion event",
+    "both_lost": "loss episodes that took both flows",
     "seg_per_skb": "segments per skb (sender)",
     "acks_per_seg": "ACKs per data segment",
 }
@@ -192,9 +193,42 @@ def metrics_of(result) -> dict[str, float]:
         # both backends count recoveries and RTOs as their kernels do (the
         # linux backend reads TcpExtTCPSackRecovery/RenoRecovery and TCPTimeouts).
         "rtx_per_event": _ratio(float(f.retransmissions.sum()), float(f.recoveries.sum() + f.rtos.sum())),
+        "both_lost": both_flow_loss_share(result.timeseries, list(f.index), float(result.record["warmup_ns"]) / 1e9),
         "seg_per_skb": segs / skbs if skbs > 0 else float("nan"),
         "acks_per_seg": acks / segs if segs > 0 and acks > 0 else float("nan"),
     }
+
+
+def both_flow_loss_share(series: pd.DataFrame, flows: list[int], warmup_s: float) -> float:
+    """Of a pair's loss episodes after the warm-up, the share in which both
+    flows retransmitted: how often an overflow of a drop-tail queue takes
+    both flows, so that they reduce together (the synchronisation that
+    costs equal-RTT flows capacity). An episode is a run of consecutive
+    samples (100 ms apart by default) in which the pair's retransmissions
+    grew. Retransmissions, not the queue's drops, because both backends
+    count them the same way (segments; tbf counts dropped skbs); NaN unless
+    exactly two flows and at least one episode."""
+    if len(flows) != 2 or series.empty:
+        return float("nan")
+    s = series[series.flow.isin(flows)]
+    grid = s.pivot_table(index="t_s", columns="flow", values="retransmissions", aggfunc="last").sort_index()
+    if grid.shape[1] != 2:
+        return float("nan")
+    grew = grid.ffill().fillna(0).diff().fillna(0).to_numpy() > 0
+    after = grid.index.to_numpy() > warmup_s
+    episodes = both = 0
+    i = 0
+    while i < len(grew):
+        if after[i] and grew[i].any():
+            j = i
+            while j + 1 < len(grew) and grew[j + 1].any():
+                j += 1
+            episodes += 1
+            both += bool(grew[i : j + 1, 0].any() and grew[i : j + 1, 1].any())
+            i = j + 1
+        else:
+            i += 1
+    return both / episodes if episodes else float("nan")
 
 
 def _ratio(a: float, b: float) -> float:
@@ -386,6 +420,8 @@ def summarise(runs: pd.DataFrame, order: list[str]) -> pd.DataFrame:
         ker = runs[(runs.case == cid) & (runs.backend == "linux")]
         paired = runs[(runs.case == cid) & (runs.backend == "sim_kernel_starts")]
         for m in METRICS:
+            if m not in runs.columns:
+                continue  # runs measured before the metric existed
             k = ker[m].to_numpy(dtype=float)
             s = sim[m].to_numpy(dtype=float)
             ps = paired[m].to_numpy(dtype=float)
@@ -460,7 +496,7 @@ def rank_summary(table: pd.DataFrame) -> str:
 # Half the last digit format_metric shows: smaller differences are invisible
 # in the table and below what the kernel's packet counts resolve.
 RESOLUTION = {"retrans": 0.5, "seg_per_skb": 0.05, "rtx_per_event": 0.05, "utilization": 0.0005,
-              "share0": 0.0005, "ratio": 0.0005, "acks_per_seg": 0.0005}
+              "share0": 0.0005, "ratio": 0.0005, "acks_per_seg": 0.0005, "both_lost": 0.0005}
 
 
 def format_metric(metric: str, v: float) -> str:
