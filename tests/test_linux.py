@@ -462,7 +462,8 @@ def test_validate_ci_set(tmp_path):
     assert "reno-50M-40v40ms" in p.stdout and "cubic-50M-40v40ms" in p.stdout
     (d,) = list(tmp_path.iterdir())
     table = json.loads((d / "table.json").read_text())
-    assert {r["metric"] for r in table} == {"share0", "ratio", "utilization", "retrans", "rtx_per_event", "seg_per_skb", "acks_per_seg"}
+    assert {r["metric"] for r in table} == {"share0", "ratio", "utilization", "retrans", "rtx_per_event", "both_lost", "seg_per_skb",
+                                            "acks_per_seg"}
     util = [r for r in table if r["metric"] == "utilization"]
     assert all(r["kernel"] > 0.85 and r["sim"] > 0.85 for r in util)
     # Both backends' hosts hand their devices super-packets (tcp_tso_autosize
@@ -475,6 +476,9 @@ def test_validate_ci_set(tmp_path):
         # Each loss episode costs at least the segment it lost (NaN: none in a short run).
         if r["metric"] == "rtx_per_event" and r["kernel"] == r["kernel"]:
             assert r["kernel"] >= 1 and (r["sim"] != r["sim"] or r["sim"] >= 1), r
+        # A share of loss episodes (NaN, null in JSON: no loss after the warm-up).
+        if r["metric"] == "both_lost":
+            assert all(v is None or v != v or 0 <= v <= 1 for v in (r["kernel"], r["sim"])), r
     assert "within the kernel's spread:" in p.stdout
     assert (d / "table.md").exists() and (d / "runs" / "reno-50M-40v40ms" / "linux-seed1" / "record.json.gz").exists()
 
