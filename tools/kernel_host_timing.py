@@ -27,8 +27,8 @@ reports what the host model of the simulator is built from:
   `sock:sock_recv_length` and `tcp:tcp_rcv_space_adjust` of the first
   flow's iperf3 server, aligned with the receiver's capture): reads per data
   segment, segments per read, how long data waits between reaching the
-  receiver and the read that takes it, and the share of ACKs that leave
-  within a read (with the window test of `__tcp_ack_snd_check`, a Linux
+  receiver and the read that takes it, and how soon after each ACK a read
+  returns, against arbitrary instants (with the window test of `__tcp_ack_snd_check`, a Linux
   receiver whose window has grown acknowledges in-order data when the
   application reads it, in `tcp_cleanup_rbuf`);
 * the ACK clock's noise (the left router's captures of its bottleneck
@@ -535,21 +535,25 @@ def application_reads(receiver: Path, script: str, offset_ns: int, data_port: in
     }
 
 
+def delay_floor(delays: list[int]) -> int:
+    """The 0.1st percentile of delays (ns): their fixed part."""
+    return sorted(delays)[len(delays) // 1000]
+
+
 def above_floor(delays: list[int]) -> list[float]:
-    """Delays (ns) in microseconds above their 0.1st percentile (the fixed part)."""
+    """Delays (ns) in microseconds above their floor."""
     if not delays:
         return []
-    floor = sorted(delays)[len(delays) // 1000]
+    floor = delay_floor(delays)
     return [(d - floor) / 1000 for d in delays]
 
 
 def noise_percentiles(delays: list[int]) -> dict:
-    """Percentiles in microseconds of delays (ns) above their 0.1st percentile."""
+    """Percentiles in microseconds of delays (ns) above their floor."""
     if not delays:
         return {}
-    floor = sorted(delays)[len(delays) // 1000]
-    above = above_floor(delays)
-    return {"floor_us": round(floor / 1000, 1), **percentiles(above, (10, 25, 50, 75, 90, 95, 97, 99, 99.5, 99.9))}
+    return {"floor_us": round(delay_floor(delays) / 1000, 1),
+            **percentiles(above_floor(delays), (10, 25, 50, 75, 90, 95, 97, 99, 99.5, 99.9))}
 
 
 def sack_right_edges(ip: bytes) -> list[int]:
