@@ -27,10 +27,16 @@
  *   after that). On SIGINT/SIGTERM it releases every held packet, unbinds and
  *   prints one JSON line of statistics on stderr:
  *   {"packets":N,"late_mean_us":x,"late_p10_us":..,"late_p50_us":..,"late_p90_us":..,
- *    "late_p99_us":y,"late_max_us":z,"overflow":k}
+ *    "late_p99_us":y,"late_max_us":z,"overflow":k,"late_wakeups":[[t_us,late_us],...]}
  *   where "late" is release time minus due time (the error this program adds
  *   on top of the requested delay; the kernel-to-user hand-over before the
  *   packet is seen adds a few microseconds more that are not counted).
+ *   "late_wakeups" lists the wake-ups whose first packet left at least
+ *   LATE_WAKEUP_US late: t_us is that packet's due time in microseconds
+ *   after the first packet's, late_us its lateness. Every packet due while
+ *   the program was not running leaves at the same wake-up, so each entry
+ *   is one stall of every queue together, of about late_us (the first
+ *   LATE_WAKEUP_MAX entries are kept).
  *
  * It runs at SCHED_FIFO priority 20 (unless CCARENA_DELAY_NO_RT is set) so
  * that a busy machine does not make it late.
@@ -66,6 +72,8 @@
 #define MAXQ 256
 #define RING (1u << 17)
 #define HIST_US 20000 /* lateness histogram, 1 us bins */
+#define LATE_WAKEUP_US 200 /* a wake-up this late is logged as a stall */
+#define LATE_WAKEUP_MAX 65536
 
 struct held { uint32_t id; uint64_t due; uint64_t order; };
 
@@ -88,6 +96,9 @@ static int nq;
 static volatile sig_atomic_t stop;
 static uint64_t packets, overflow, late_sum_ns, late_max_ns;
 static uint64_t hist[HIST_US + 1];
+static uint64_t first_due; /* the first released packet's due time (0: none yet) */
+static uint32_t late_wakeups;
+static uint64_t late_wakeup_at_us[LATE_WAKEUP_MAX], late_wakeup_us[LATE_WAKEUP_MAX];
 
 static uint64_t now_ns(void) {
     struct timespec ts;
@@ -183,7 +194,7 @@ static struct held *front(struct queue *q) {
  * bottleneck turns away); returns the earliest remaining due time (0: none). */
 static uint64_t release_due(int all) {
     uint64_t t = now_ns();
-    for (;;) {
+    for (int released = 0;; released++) {
         struct queue *best = NULL;
         struct held *first = NULL;
         for (int i = 0; i < nq; i++) {
@@ -204,6 +215,11 @@ static uint64_t release_due(int all) {
             late_sum_ns += late;
             if (late > late_max_ns) late_max_ns = late;
             hist[late / 1000 < HIST_US ? late / 1000 : HIST_US]++;
+            if (!first_due) first_due = h.due;
+            if (!released && late >= LATE_WAKEUP_US * 1000ull && late_wakeups < LATE_WAKEUP_MAX) {
+                late_wakeup_at_us[late_wakeups] = (h.due - first_due) / 1000;
+                late_wakeup_us[late_wakeups++] = late / 1000;
+            }
         }
     }
 }
@@ -297,8 +313,12 @@ int main(int argc, char **argv) {
     nfq_close(h);
     fprintf(stderr,
             "{\"packets\":%llu,\"late_mean_us\":%.2f,\"late_p10_us\":%.0f,\"late_p50_us\":%.0f,\"late_p90_us\":%.0f,"
-            "\"late_p99_us\":%.0f,\"late_max_us\":%.1f,\"overflow\":%llu}\n",
+            "\"late_p99_us\":%.0f,\"late_max_us\":%.1f,\"overflow\":%llu,\"late_wakeups\":[",
             (unsigned long long)packets, packets ? late_sum_ns / 1e3 / packets : 0.0, quantile_us(100), quantile_us(500),
             quantile_us(900), quantile_us(990), late_max_ns / 1e3, (unsigned long long)overflow);
+    for (uint32_t i = 0; i < late_wakeups; i++)
+        fprintf(stderr, "%s[%llu,%llu]", i ? "," : "", (unsigned long long)late_wakeup_at_us[i],
+                (unsigned long long)late_wakeup_us[i]);
+    fprintf(stderr, "]}\n");
     return 0;
 }
