@@ -137,6 +137,8 @@ METRICS = {
     "both_lost": "loss episodes that took both flows",
     "seg_per_skb": "segments per skb (sender)",
     "acks_per_seg": "ACKs per data segment",
+    # The testbed's, not TCP's: shown for the kernel only, compared nowhere.
+    "emulator_late_us": "delay emulator's mean lateness (us)",
 }
 
 
@@ -196,7 +198,20 @@ def metrics_of(result) -> dict[str, float]:
         "both_lost": both_flow_loss_share(result.timeseries, list(f.index), float(result.record["warmup_ns"]) / 1e9),
         "seg_per_skb": segs / skbs if skbs > 0 else float("nan"),
         "acks_per_seg": acks / segs if segs > 0 and acks > 0 else float("nan"),
+        "emulator_late_us": emulator_lateness_us(result.record),
     }
+
+
+def emulator_lateness_us(record: dict) -> float:
+    """The kernel run's delay emulator's mean lateness (us): how late it
+    released the ACKs it held, over the run. Not a metric of TCP but of the
+    testbed: the busier the machine, the later and more bunched every flow's
+    ACKs, and the lower the kernel's utilisation (docs/fidelity.md, "The
+    delay emulator's lateness"). NaN for the simulator and for runs without
+    the program's statistics."""
+    stats = (record.get(record.get("backend", "")) or {}).get("delay_stats") if isinstance(record, dict) else None
+    late = stats.get("late_mean_us") if isinstance(stats, dict) else None
+    return float(late) if isinstance(late, (int, float)) else float("nan")
 
 
 def both_flow_loss_share(series: pd.DataFrame, flows: list[int], warmup_s: float) -> float:
@@ -496,7 +511,8 @@ def rank_summary(table: pd.DataFrame) -> str:
 # Half the last digit format_metric shows: smaller differences are invisible
 # in the table and below what the kernel's packet counts resolve.
 RESOLUTION = {"retrans": 0.5, "seg_per_skb": 0.05, "rtx_per_event": 0.05, "utilization": 0.0005,
-              "share0": 0.0005, "ratio": 0.0005, "acks_per_seg": 0.0005, "both_lost": 0.0005}
+              "share0": 0.0005, "ratio": 0.0005, "acks_per_seg": 0.0005, "both_lost": 0.0005,
+              "emulator_late_us": 0.05}
 
 
 def format_metric(metric: str, v: float) -> str:
@@ -505,7 +521,7 @@ def format_metric(metric: str, v: float) -> str:
         return "n/a"
     if metric == "retrans":
         return f"{v:.0f}"
-    if metric in ("seg_per_skb", "rtx_per_event"):
+    if metric in ("seg_per_skb", "rtx_per_event", "emulator_late_us"):
         return f"{v:.1f}"
     if metric == "utilization":
         return f"{v:.1%}"
@@ -517,7 +533,7 @@ def fmt_diff(metric: str, v: float) -> str:
         return "n/a"
     if metric == "utilization":
         return f"{v * 100:+.1f} pp"
-    if metric in ("seg_per_skb", "rtx_per_event"):
+    if metric in ("seg_per_skb", "rtx_per_event", "emulator_late_us"):
         return f"{v:+.1f}"
     return f"{v:+.0f}" if metric == "retrans" else f"{v:+.3f}"
 

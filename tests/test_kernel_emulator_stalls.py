@@ -1,0 +1,73 @@
+"""tools/kernel_emulator_stalls.py: the delay emulator's late wake-ups as a
+summary and as a `network.return_stalls` setting the simulator takes, and
+the validate table's kernel-only row of the emulator's lateness."""
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import ccarena
+from ccarena import Scenario
+from ccarena.experiments.crosscheck import emulator_lateness_us, summarise, within_spread
+from ccarena.scenario.document import parse_override
+
+ROOT = Path(__file__).resolve().parents[1]
+SPEC = importlib.util.spec_from_file_location("kernel_emulator_stalls", ROOT / "tools" / "kernel_emulator_stalls.py")
+kes = importlib.util.module_from_spec(SPEC)
+SPEC.loader.exec_module(kes)
+
+
+def stats(wakeups):
+    return {"packets": 1000, "late_mean_us": 50.0, "late_wakeups": wakeups}
+
+
+def test_late_wakeups_are_taken_inside_the_window_and_counted_per_second():
+    # 20 s of wake-ups after a 5 s warm-up: one of 3 ms every second, one of
+    # 600 us every 0.5 s, one of 250 us every 0.1 s; and some before the window.
+    w = [[int(t * 1e6), 9000] for t in (1.0, 2.0)]
+    w += [[int((5 + k) * 1e6), 3000] for k in range(20)]
+    w += [[int((5.25 + 0.5 * k) * 1e6), 600] for k in range(40)]
+    w += [[int((5.05 + 0.1 * k) * 1e6), 250] for k in range(200)]
+    late = kes.window_lateness(stats(sorted(w)), 5.0, 25.0)
+    assert len(late) == 260 and late.max() == 3000
+    s = kes.stall_summary(late, 20.0)
+    assert s["late_0.5ms_per_s"] == pytest.approx(3.0) and s["late_1ms_per_s"] == pytest.approx(1.0)
+    assert s["late_2ms_per_s"] == pytest.approx(1.0) and s["wakeup_p50_us"] == 250
+    assert kes.window_lateness({"late_mean_us": 40.0}, 5.0, 25.0) is None  # a program that did not log them
+
+
+def test_the_fitted_setting_is_a_return_stalls_table_the_simulator_runs():
+    rng = np.random.default_rng(1)
+    late = 200 + rng.pareto(1.5, 2000) * 300
+    setting = kes.return_stalls_setting(late, 20.0)
+    assert setting["every"] == "10000us"  # 2,000 in 20 s
+    values = [float(v[:-2]) for v in setting["duration"]["values"]]
+    assert values == sorted(set(values)) and values[0] == pytest.approx(late.min(), abs=0.5)
+    assert setting["duration"]["probabilities"][0] == 0 and setting["duration"]["probabilities"][-1] == 1.0
+    assert values[3] == pytest.approx(np.median(late), abs=0.5)  # percentile 50 kept as measured
+    # As --set gives it, the simulator takes it and runs with it.
+    key, value = parse_override(kes.to_set_option(setting))
+    assert key == "network.return_stalls" and value == setting
+    sc = Scenario.from_dict({"network": {"bottleneck_rate": "50Mbps", "buffer": "250kB", "return_stalls": value},
+                             "flows": [{"cca": "reno", "rtt": "20ms"}], "run": {"duration": "2s"}})
+    assert sc.engine["network"]["return_stalls"]["every"] == 10_000_000
+    assert ccarena.run(sc).flows.throughput_mbps.sum() > 40
+    with pytest.raises(ValueError, match="fewer than two"):
+        kes.return_stalls_setting(np.array([300.0]), 20.0)
+
+
+def test_the_emulators_lateness_is_shown_for_the_kernel_and_compared_nowhere():
+    assert emulator_lateness_us({"backend": "linux", "linux": {"delay_stats": stats([])}}) == 50.0
+    assert np.isnan(emulator_lateness_us({"backend": "linux", "linux": {"delay_stats": None}}))
+    assert np.isnan(emulator_lateness_us({"backend": "sim"}))
+    # A testbed keeps one program's statistics per host: no single number.
+    assert np.isnan(emulator_lateness_us({"backend": "testbed", "testbed": {"delay_stats": {"r1": stats([])}}}))
+    rows = [{"case": "c", "backend": "linux", "seed": k, "utilization": u, "emulator_late_us": late}
+            for k, (u, late) in enumerate([(0.93, 90.0), (0.99, 40.0), (0.95, 70.0)], 1)]
+    rows += [{"case": "c", "backend": "sim", "seed": k, "utilization": 0.98, "emulator_late_us": float("nan")} for k in (1, 2, 3)]
+    table = summarise(pd.DataFrame(rows), ["c"]).set_index("metric")
+    assert table.loc["emulator_late_us", "kernel"] == pytest.approx(200 / 3) and np.isnan(table.loc["emulator_late_us", "p"])
+    assert within_spread(table.reset_index()) == (1, 1)  # utilisation only
