@@ -31,12 +31,19 @@
  *   where "late" is release time minus due time (the error this program adds
  *   on top of the requested delay; the kernel-to-user hand-over before the
  *   packet is seen adds a few microseconds more that are not counted).
- *   "late_wakeups" lists the wake-ups whose first packet left at least
- *   LATE_WAKEUP_US late: t_us is that packet's due time in microseconds
- *   after the first packet's, late_us its lateness. Every packet due while
- *   the program was not running leaves at the same wake-up, so each entry
- *   is one stall of every queue together, of about late_us (the first
- *   LATE_WAKEUP_MAX entries are kept).
+ *   "late_wakeups" lists the wake-ups at least LATE_WAKEUP_US later than
+ *   the program asked for: t_us is the instant it asked for, in
+ *   microseconds after the first packet arrived, late_us how late it woke.
+ *   Every packet due while the program was not running leaves at the same
+ *   wake-up, so each entry is one stall of every queue together (the first
+ *   LATE_WAKEUP_MAX entries are kept). So that a stall is seen whether or
+ *   not a packet falls due in it (with offloads on, ACKs come a few hundred
+ *   microseconds apart), the program wakes at least every PROBE_US from
+ *   the first packet on (about 10,000 wake-ups a second, a few per cent of
+ *   a core; the environment's CCARENA_DELAY_PROBE_US sets another period,
+ *   0 none). On a virtual machine that also keeps the program's core from
+ *   idling, which makes its wake-ups several times less late
+ *   (docs/linux-backend.md).
  *
  * It runs at SCHED_FIFO priority 20 (unless CCARENA_DELAY_NO_RT is set) so
  * that a busy machine does not make it late.
@@ -74,6 +81,7 @@
 #define HIST_US 20000 /* lateness histogram, 1 us bins */
 #define LATE_WAKEUP_US 200 /* a wake-up this late is logged as a stall */
 #define LATE_WAKEUP_MAX 65536
+#define PROBE_US 100       /* the longest sleep once packets have come (CCARENA_DELAY_PROBE_US; 0: none) */
 
 struct held { uint32_t id; uint64_t due; uint64_t order; };
 
@@ -96,8 +104,9 @@ static int nq;
 static volatile sig_atomic_t stop;
 static uint64_t packets, overflow, late_sum_ns, late_max_ns;
 static uint64_t hist[HIST_US + 1];
-static uint64_t first_due; /* the first released packet's due time (0: none yet) */
+static uint64_t first_arrival; /* when the first packet came (0: none yet) */
 static uint32_t late_wakeups;
+static uint64_t probe_ns = PROBE_US * 1000ull;
 static uint64_t late_wakeup_at_us[LATE_WAKEUP_MAX], late_wakeup_us[LATE_WAKEUP_MAX];
 
 static uint64_t now_ns(void) {
@@ -169,7 +178,9 @@ static int on_packet(struct nfq_q_handle *qh, struct nfgenmsg *msg, struct nfq_d
         overflow++;
         return nfq_set_verdict(qh, id, NF_ACCEPT, 0, NULL);
     }
-    struct held h = { id, now_ns() + draw_delay(q), q->arrivals++ };
+    uint64_t t = now_ns();
+    if (!first_arrival) first_arrival = t;
+    struct held h = { id, t + draw_delay(q), q->arrivals++ };
     if (q->jitter_ns && q->reorder) {
         heap_push(q, h);
         return 0;
@@ -194,7 +205,7 @@ static struct held *front(struct queue *q) {
  * bottleneck turns away); returns the earliest remaining due time (0: none). */
 static uint64_t release_due(int all) {
     uint64_t t = now_ns();
-    for (int released = 0;; released++) {
+    for (;;) {
         struct queue *best = NULL;
         struct held *first = NULL;
         for (int i = 0; i < nq; i++) {
@@ -215,11 +226,6 @@ static uint64_t release_due(int all) {
             late_sum_ns += late;
             if (late > late_max_ns) late_max_ns = late;
             hist[late / 1000 < HIST_US ? late / 1000 : HIST_US]++;
-            if (!first_due) first_due = h.due;
-            if (!released && late >= LATE_WAKEUP_US * 1000ull && late_wakeups < LATE_WAKEUP_MAX) {
-                late_wakeup_at_us[late_wakeups] = (h.due - first_due) / 1000;
-                late_wakeup_us[late_wakeups++] = late / 1000;
-            }
         }
     }
 }
@@ -241,6 +247,7 @@ int main(int argc, char **argv) {
         return 2;
     }
     prctl(PR_SET_TIMERSLACK, 1UL); /* wake up on time, not up to 50 us late */
+    if (getenv("CCARENA_DELAY_PROBE_US")) probe_ns = strtoull(getenv("CCARENA_DELAY_PROBE_US"), NULL, 10) * 1000ull;
     /* Real-time priority: on a busy machine a normal process can wait
      * milliseconds for a core after its timer fires. Best effort. */
     struct sched_param sp = { .sched_priority = 20 };
@@ -291,8 +298,15 @@ int main(int argc, char **argv) {
     while (!stop) {
         uint64_t next = release_due(0);
         struct timespec ts, *tsp = NULL;
-        if (next) {
-            uint64_t t = now_ns(), d = next > t ? next - t : 0;
+        uint64_t t = now_ns(), wake = 0;
+        if (first_arrival && probe_ns) {
+            wake = t + probe_ns;
+            if (next && next < wake) wake = next;
+        } else if (next) {
+            wake = next;
+        }
+        if (wake) {
+            uint64_t d = wake > t ? wake - t : 0;
             ts.tv_sec = d / 1000000000ull;
             ts.tv_nsec = d % 1000000000ull;
             tsp = &ts;
@@ -300,6 +314,11 @@ int main(int argc, char **argv) {
         struct pollfd pfd = { .fd = fd, .events = POLLIN };
         int r = ppoll(&pfd, 1, tsp, &empty);
         if (r < 0 && errno != EINTR) { perror("ppoll"); break; }
+        uint64_t woke = now_ns();
+        if (wake && first_arrival && woke >= wake + LATE_WAKEUP_US * 1000ull && late_wakeups < LATE_WAKEUP_MAX) {
+            late_wakeup_at_us[late_wakeups] = (wake - first_arrival) / 1000;
+            late_wakeup_us[late_wakeups++] = (woke - wake) / 1000;
+        }
         if (r > 0) {
             for (;;) {
                 ssize_t n = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
