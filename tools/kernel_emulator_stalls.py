@@ -19,12 +19,13 @@ simulator (the wake-ups' rate as ``every``, their lateness as an empirical
 distribution), ready for ``--set``. ``--plot PNG`` draws utilisation
 against mean lateness, one panel per case.
 
-What the late wake-ups measure: the lateness of the first packet each late
-wake-up released. A stall during which no ACK fell due is not seen, and one
-seen is seen from the first ACK due in it; with offloads on (about 1,600
-ACKs a second at 400 Mbit/s) that misses most stalls under half a
-millisecond and shortens the rest, with offloads off (10,000 a second and
-more) much less.
+What the late wake-ups measure: how much later than it asked for the
+program woke. It wakes at least every 100 us from the first packet on, so
+a stall is seen whether or not an ACK fell due in it. Runs stored before
+that probe (2026-11-27, 12:10) logged only the first due packet's lateness
+at each wake-up: with offloads on (about 1,600 ACKs a second at 400
+Mbit/s) that missed most stalls under half a millisecond and shortened the
+rest; with offloads off (10,000 a second and more) much less.
 
 Usage::
 
