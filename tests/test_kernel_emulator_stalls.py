@@ -3,6 +3,7 @@ summary and as a `network.return_stalls` setting the simulator takes, and
 the validate table's kernel-only row of the emulator's lateness."""
 
 import importlib.util
+import os
 from pathlib import Path
 
 import numpy as np
@@ -11,7 +12,8 @@ import pytest
 
 import ccarena
 from ccarena import Scenario
-from ccarena.experiments.crosscheck import emulator_lateness_us, summarise, within_spread
+from ccarena.backends.linux.host import cpu_times
+from ccarena.experiments.crosscheck import emulator_lateness_us, stolen_cpu_pct, summarise, within_spread
 from ccarena.scenario.document import parse_override
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -71,3 +73,14 @@ def test_the_emulators_lateness_is_shown_for_the_kernel_and_compared_nowhere():
     table = summarise(pd.DataFrame(rows), ["c"]).set_index("metric")
     assert table.loc["emulator_late_us", "kernel"] == pytest.approx(200 / 3) and np.isnan(table.loc["emulator_late_us", "p"])
     assert within_spread(table.reset_index()) == (1, 1)  # utilisation only
+
+
+def test_the_machines_cpu_time_is_read_by_kind_and_the_stolen_share_shown_for_the_kernel():
+    t = cpu_times("cpu  300 0 100 500 0 0 50 50 0 0\ncpu0 1 2 3 4 5 6 7 8 0 0\n")
+    assert list(t) == ["user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal"]
+    assert sum(t.values()) == pytest.approx(1000 / os.sysconf("SC_CLK_TCK"))
+    assert set(cpu_times()) == set(t)  # this machine's own
+    cpu = {k: v for k, v in t.items()}
+    assert stolen_cpu_pct({"backend": "linux", "linux": {"cpu_s": cpu}}) == pytest.approx(5.0)
+    assert np.isnan(stolen_cpu_pct({"backend": "linux", "linux": {"cpu_s": None}}))
+    assert np.isnan(stolen_cpu_pct({"backend": "sim"}))

@@ -13,7 +13,9 @@ For the kernel runs of one or more stored validation sets (``ccarena
 validate ... --out DIR``) this prints, per run, the emulator's lateness next
 to the run's utilisation, throughput ratio and share of loss episodes that
 took both flows, and per case how utilisation goes with the emulator's mean
-lateness (Pearson's r over the runs). ``--fit CASE`` pools that case's late
+lateness (Pearson's r over the runs), and, in runs that recorded the
+machine's CPU time (``linux.cpu_s``), with the share the hypervisor took
+(``steal``). ``--fit CASE`` pools that case's late
 wake-ups after the warm-up into a ``network.return_stalls`` setting for the
 simulator (the wake-ups' rate as ``every``, their lateness as an empirical
 distribution), ready for ``--set``. ``--plot PNG`` draws utilisation
@@ -114,6 +116,12 @@ def kernel_runs(directories: list[Path]) -> pd.DataFrame:
             row = {"set": d.name, "case": run.parent.name, "seed": int(run.name.rsplit("seed", 1)[1]),
                    "utilization": m["utilization"], "ratio": m["ratio"], "both_lost": m["both_lost"], "retrans": m["retrans"],
                    **{k: stats.get(k) for k in ("late_mean_us", "late_p50_us", "late_p99_us", "late_max_us")}}
+            cpu = (rec.get("linux") or {}).get("cpu_s")
+            if cpu:
+                # Of the machine's CPU time after the warm-up, the hypervisor's and the idle share (%).
+                total = sum(cpu.values())
+                row["steal_pct"] = 100 * cpu["steal"] / total if total else None
+                row["idle_pct"] = 100 * cpu["idle"] / total if total else None
             late = window_lateness(stats, start, end)
             if late is not None:
                 row.update(stall_summary(late, end - start))
@@ -131,6 +139,10 @@ def correlations(runs: pd.DataFrame) -> dict:
         both = g.dropna(subset=["both_lost"])
         out[case] = {"runs": len(g), "r_utilization": float(np.corrcoef(g.utilization, g.late_mean_us)[0, 1]),
                      "r_both_lost": float(np.corrcoef(both.both_lost, both.late_mean_us)[0, 1]) if len(both) >= 3 else None}
+        stolen = g.dropna(subset=["steal_pct"]) if "steal_pct" in g else g.iloc[:0]
+        if len(stolen) >= 3:
+            out[case]["r_utilization_steal"] = float(np.corrcoef(stolen.utilization, stolen.steal_pct)[0, 1])
+            out[case]["r_late_steal"] = float(np.corrcoef(stolen.late_mean_us, stolen.steal_pct)[0, 1])
     return out
 
 

@@ -139,6 +139,7 @@ METRICS = {
     "acks_per_seg": "ACKs per data segment",
     # The testbed's, not TCP's: shown for the kernel only, compared nowhere.
     "emulator_late_us": "delay emulator's mean lateness (us)",
+    "steal_pct": "CPU time the hypervisor took (%)",
 }
 
 
@@ -199,7 +200,19 @@ def metrics_of(result) -> dict[str, float]:
         "seg_per_skb": segs / skbs if skbs > 0 else float("nan"),
         "acks_per_seg": acks / segs if segs > 0 and acks > 0 else float("nan"),
         "emulator_late_us": emulator_lateness_us(result.record),
+        "steal_pct": stolen_cpu_pct(result.record),
     }
+
+
+def stolen_cpu_pct(record: dict) -> float:
+    """Of the machine's CPU time from the warm-up's end to the run's, the
+    share (%) a virtual machine's hypervisor took (/proc/stat's steal): the
+    testbed's other tenants. NaN for the simulator and for runs that did
+    not record it."""
+    section = record.get(record.get("backend", "")) if isinstance(record, dict) else None
+    cpu = section.get("cpu_s") if isinstance(section, dict) else None
+    total = sum(cpu.values()) if isinstance(cpu, dict) else 0
+    return float(100 * cpu.get("steal", 0) / total) if total > 0 else float("nan")
 
 
 def emulator_lateness_us(record: dict) -> float:
@@ -512,7 +525,7 @@ def rank_summary(table: pd.DataFrame) -> str:
 # in the table and below what the kernel's packet counts resolve.
 RESOLUTION = {"retrans": 0.5, "seg_per_skb": 0.05, "rtx_per_event": 0.05, "utilization": 0.0005,
               "share0": 0.0005, "ratio": 0.0005, "acks_per_seg": 0.0005, "both_lost": 0.0005,
-              "emulator_late_us": 0.05}
+              "emulator_late_us": 0.05, "steal_pct": 0.005}
 
 
 def format_metric(metric: str, v: float) -> str:
@@ -523,6 +536,8 @@ def format_metric(metric: str, v: float) -> str:
         return f"{v:.0f}"
     if metric in ("seg_per_skb", "rtx_per_event", "emulator_late_us"):
         return f"{v:.1f}"
+    if metric == "steal_pct":
+        return f"{v:.2f}"
     if metric == "utilization":
         return f"{v:.1%}"
     return f"{v:.3f}"
@@ -535,6 +550,8 @@ def fmt_diff(metric: str, v: float) -> str:
         return f"{v * 100:+.1f} pp"
     if metric in ("seg_per_skb", "rtx_per_event", "emulator_late_us"):
         return f"{v:+.1f}"
+    if metric == "steal_pct":
+        return f"{v:+.2f}"
     return f"{v:+.0f}" if metric == "retrans" else f"{v:+.3f}"
 
 

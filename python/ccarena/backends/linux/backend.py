@@ -43,7 +43,7 @@ from ...results.result import RunResult
 from ...scenario.model import Scenario
 from .cleanup import cleanup, live_runs, registered_bpf, unregister_bpf
 from .host import (
-    DELAY_BIN, LinuxBackendUnavailable, bpf_ccas, check_host, has_netem, has_red, kernel_ccas, kernel_hz, linux_catalogue, popen, sh,
+    DELAY_BIN, LinuxBackendUnavailable, bpf_ccas, check_host, cpu_times, has_netem, has_red, kernel_ccas, kernel_hz, linux_catalogue, popen, sh,
 )
 from .mapping import iperf3_client_args, iperf3_server_args, launch_lead_ns, tbf_limit_bytes
 from .sampling import sample_flows
@@ -257,6 +257,9 @@ class _Run:
         self.tbf: list[dict] = []
         self.netstat_start: list[dict] = [{} for _ in range(self.n)]
         self.netstat_end: list[dict] = [{} for _ in range(self.n)]
+        # The machine's CPU time at the warm-up's end and at the run's (host.cpu_times).
+        self.cpu_at_warmup: dict[str, float] | None = None
+        self.cpu_at_end: dict[str, float] | None = None
         # What the hosts did: the receiver's TCP segments out (its ACKs) and the
         # packets the sender handed its interface (super-packets with offloads).
         self.receiver_out_segs: list[int] = [0] * self.n
@@ -369,6 +372,8 @@ class _Run:
                     self.netstat_start[i] = self.net.netstat(self.net.sender(i))
                     snap_done[i] = True
             self.tbf.append(self.net.tbf_stats())
+            if self.cpu_at_warmup is None and k * interval >= self.warmup / 1e9 - 1e-9:
+                self.cpu_at_warmup = cpu_times()
             if self.progress:
                 self.progress(min(k * interval, self.duration / 1e9), self.duration / 1e9)
             k += 1
@@ -408,6 +413,7 @@ class _Run:
                 s.wait(timeout=5)
             except subprocess.TimeoutExpired:
                 s.kill()
+        self.cpu_at_end = cpu_times()
         for i in range(self.n):
             self.netstat_end[i] = self.net.netstat(self.net.sender(i))
             receiver_stat = self.net.netstat(self.net.receiver(i))
@@ -670,6 +676,10 @@ def _linux_section(run: _Run, data_starts: list[float]) -> dict:
         "kernel": os.uname().release,
         "delay": run.delay_mode,
         "delay_stats": run.delay_stats,
+        # CPU time the whole machine spent, by kind, from the warm-up's end
+        # to the run's (seconds over all CPUs; "steal": taken by the hypervisor).
+        "cpu_s": ({k: round(run.cpu_at_end[k] - run.cpu_at_warmup[k], 3) for k in run.cpu_at_end}
+                  if run.cpu_at_warmup and run.cpu_at_end else None),
         "tbf": {"rate_bps": run.net.tbf_rate_bps, "burst_bytes": run.net.burst_bytes, "limit_bytes": run.net.limit_bytes},
         "offloads": run.net.offloads,
         "rps": run.net.rps,

@@ -155,6 +155,21 @@ def kernel_hz() -> int | None:
     return None
 
 
+#: /proc/stat's kinds of CPU time, in its order (proc(5)).
+CPU_TIME_KINDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
+
+
+def cpu_times(stat: str | None = None) -> dict[str, float]:
+    """The machine's CPU time so far by kind, summed over its CPUs, in
+    seconds (/proc/stat's first line). "steal" is the time a virtual
+    machine's CPUs were runnable but the hypervisor ran something else:
+    what makes a shared machine's routers, hosts and delay emulator all late
+    at once."""
+    line = (stat if stat is not None else Path("/proc/stat").read_text()).split("\n", 1)[0].split()
+    ticks = os.sysconf("SC_CLK_TCK")
+    return {kind: int(v) / ticks for kind, v in zip(CPU_TIME_KINDS, line[1:])}
+
+
 def sh(*args: str, check: bool = True, input: str | None = None, timeout: float = 30) -> subprocess.CompletedProcess:
     """Runs a command; on failure raises RuntimeError with its stderr."""
     # Dies with ccarena too: a set-up command must not outlive a killed run.
