@@ -204,13 +204,18 @@ def metrics_of(result) -> dict[str, float]:
     }
 
 
+def _backend_section(record: dict) -> dict:
+    """The record's part its kernel backend wrote ("linux", "testbed"); {} for the simulator's."""
+    section = record.get(record.get("backend", "")) if isinstance(record, dict) else None
+    return section if isinstance(section, dict) else {}
+
+
 def stolen_cpu_pct(record: dict) -> float:
     """Of the machine's CPU time from the warm-up's end to the run's, the
     share (%) a virtual machine's hypervisor took (/proc/stat's steal): the
     testbed's other tenants. NaN for the simulator and for runs that did
     not record it."""
-    section = record.get(record.get("backend", "")) if isinstance(record, dict) else None
-    cpu = section.get("cpu_s") if isinstance(section, dict) else None
+    cpu = _backend_section(record).get("cpu_s")
     total = sum(cpu.values()) if isinstance(cpu, dict) else 0
     return float(100 * cpu.get("steal", 0) / total) if total > 0 else float("nan")
 
@@ -218,11 +223,11 @@ def stolen_cpu_pct(record: dict) -> float:
 def emulator_lateness_us(record: dict) -> float:
     """The kernel run's delay emulator's mean lateness (us): how late it
     released the ACKs it held, over the run. Not a metric of TCP but of the
-    testbed: the busier the machine, the later and more bunched every flow's
-    ACKs, and the lower the kernel's utilisation (docs/fidelity.md, "The
-    delay emulator's lateness"). NaN for the simulator and for runs without
-    the program's statistics."""
-    stats = (record.get(record.get("backend", "")) or {}).get("delay_stats") if isinstance(record, dict) else None
+    testbed: it follows how busy the shared machine was, which goes with
+    the kernel's utilisation (docs/fidelity.md, "The delay emulator's
+    lateness"). NaN for the simulator and for runs without the program's
+    statistics."""
+    stats = _backend_section(record).get("delay_stats")
     late = stats.get("late_mean_us") if isinstance(stats, dict) else None
     return float(late) if isinstance(late, (int, float)) else float("nan")
 
