@@ -241,6 +241,18 @@ def _cmdline(d: Path) -> str:
         return ""
 
 
+def _ancestor(pid: int, ancestor: int) -> bool:
+    """Whether `ancestor` is `pid`'s parent, grandparent, ..."""
+    while pid > 1:
+        try:
+            pid = int((Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            return False
+        if pid == ancestor:
+            return True
+    return False
+
+
 def _dead_owners() -> list[str]:
     """ccarena namespaces whose owner process is gone."""
     from ccarena.backends.linux.cleanup import our_namespaces, owner_alive, owner_pid
@@ -667,3 +679,38 @@ def test_senders_start_their_sockets_as_reno_whatever_the_hosts_default():
     flow = {"cca": "cubic", "tcp": {}}
     assert sender_sysctls(flow)["net.ipv4.tcp_congestion_control"] == "reno"
     assert sender_sysctls({**flow, "cca": "bbr"})["net.ipv4.tcp_congestion_control"] == "reno"
+
+
+@needs_linux
+def test_a_stall_of_the_delay_program_is_logged_and_the_machines_cpu_time_recorded(tmp_path):
+    """The delay program stopped for 60 ms in the middle of a run: its
+    statistics list a wake-up about that late (it wakes every 100 us while
+    it runs, so the stall is seen whether or not an ACK fell due in it), and
+    the record keeps the machine's CPU time over the window by kind."""
+    f = tmp_path / "s.toml"
+    f.write_text('name = "stall"\n[network]\nbottleneck_rate = "20Mbps"\nbuffer = "100p"\n'
+                 '[[flows]]\ncca = "reno"\nrtt = "20ms"\n[run]\nduration = "4s"\nwarmup = "1s"\n')
+    proc = subprocess.Popen([sys.executable, "-m", "ccarena.cli", "run", str(f), "--backend", "linux", "--out", str(tmp_path / "res")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 20
+        pid = None
+        while pid is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+            pid = next((int(d.name) for d in Path("/proc").iterdir() if d.name.isdigit() and "ccarena-delay" in _cmdline(d)
+                        and _ancestor(int(d.name), proc.pid)), None)
+        assert pid is not None, "no delay program"
+        time.sleep(2.0)  # into the run, past the flow's start
+        os.kill(pid, signal.SIGSTOP)
+        time.sleep(0.06)
+        os.kill(pid, signal.SIGCONT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err
+    rec = read_record(tmp_path / "res")["linux"]
+    late = [us for _, us in rec["delay_stats"]["late_wakeups"]]
+    assert any(50_000 <= us <= 200_000 for us in late), sorted(late)[-5:]
+    assert set(rec["cpu_s"]) == {"user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal"}
+    assert 2.0 < sum(rec["cpu_s"].values()) < 4 * 2 * os.cpu_count(), rec["cpu_s"]  # about 3 s of every CPU
