@@ -14,6 +14,7 @@ import ccarena
 from ccarena import Scenario
 from ccarena.backends.linux.host import cpu_times
 from ccarena.experiments.crosscheck import emulator_lateness_us, stolen_cpu_pct, summarise, within_spread
+from ccarena.experiments.machine_stalls import kernel_run_stalls, stalls_setting, window_lateness
 from ccarena.scenario.document import parse_override
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -33,18 +34,18 @@ def test_late_wakeups_are_taken_inside_the_window_and_counted_per_second():
     w += [[int((5 + k) * 1e6), 3000] for k in range(20)]
     w += [[int((5.25 + 0.5 * k) * 1e6), 600] for k in range(40)]
     w += [[int((5.05 + 0.1 * k) * 1e6), 250] for k in range(200)]
-    late = kes.window_lateness(stats(sorted(w)), 5.0, 25.0)
+    late = window_lateness(stats(sorted(w)), 5.0, 25.0)
     assert len(late) == 260 and late.max() == 3000
     s = kes.stall_summary(late, 20.0)
     assert s["late_0.5ms_per_s"] == pytest.approx(3.0) and s["late_1ms_per_s"] == pytest.approx(1.0)
     assert s["late_2ms_per_s"] == pytest.approx(1.0) and s["wakeup_p50_us"] == 250
-    assert kes.window_lateness({"late_mean_us": 40.0}, 5.0, 25.0) is None  # a program that did not log them
+    assert window_lateness({"late_mean_us": 40.0}, 5.0, 25.0) is None  # a program that did not log them
 
 
 def test_the_fitted_setting_is_a_return_stalls_table_the_simulator_runs():
     rng = np.random.default_rng(1)
     late = 200 + rng.pareto(1.5, 2000) * 300
-    setting = kes.return_stalls_setting(late, 20.0)
+    setting = stalls_setting(late, 20.0)
     assert setting["every"] == "10000us"  # 2,000 in 20 s
     values = [float(v[:-2]) for v in setting["duration"]["values"]]
     assert values == sorted(set(values)) and values[0] == pytest.approx(late.min(), abs=0.5)
@@ -58,7 +59,7 @@ def test_the_fitted_setting_is_a_return_stalls_table_the_simulator_runs():
     assert sc.engine["network"]["return_stalls"]["every"] == 10_000_000
     assert ccarena.run(sc).flows.throughput_mbps.sum() > 40
     with pytest.raises(ValueError, match="fewer than two"):
-        kes.return_stalls_setting(np.array([300.0]), 20.0)
+        stalls_setting(np.array([300.0]), 20.0)
 
 
 def test_the_emulators_lateness_is_shown_for_the_kernel_and_compared_nowhere():
@@ -84,3 +85,18 @@ def test_the_machines_cpu_time_is_read_by_kind_and_the_stolen_share_shown_for_th
     assert stolen_cpu_pct({"backend": "linux", "linux": {"cpu_s": cpu}}) == pytest.approx(5.0)
     assert np.isnan(stolen_cpu_pct({"backend": "linux", "linux": {"cpu_s": None}}))
     assert np.isnan(stolen_cpu_pct({"backend": "sim"}))
+
+
+def test_a_kernel_runs_stalls_come_from_its_measurement_window():
+    # 25 s after a 5 s warm-up: a 1 ms stall every 0.5 s, and one 50 ms
+    # stall during the warm-up that must not count.
+    w = [[2_000_000, 50_000]] + [[int((5 + 0.5 * k) * 1e6), 1000] for k in range(50)]
+    rec = {"backend": "linux", "warmup_ns": 5_000_000_000, "duration_ns": 30_000_000_000,
+           "linux": {"delay_stats": {"late_wakeups": w}}}
+    stalls = kernel_run_stalls(rec)
+    assert stalls == {"every": "500000us", "duration": "1000us"}  # all alike: a constant
+    doc = {"network": {"bottleneck_rate": "50Mbps", "buffer": "250kB", "router_stalls": stalls},
+           "flows": [{"cca": "reno", "rtt": "20ms"}], "run": {"duration": "1s"}}
+    assert Scenario.from_dict(doc).engine["network"]["router_stalls"]["duration"] == {"distribution": "constant", "value": 1_000_000}
+    assert kernel_run_stalls({"backend": "sim", "warmup_ns": 0, "duration_ns": 1}) is None
+    assert kernel_run_stalls({**rec, "linux": {"delay_stats": {"late_mean_us": 30.0}}}) is None  # not logged

@@ -51,23 +51,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "python"))
 
 from ccarena.experiments.crosscheck import metrics_of  # noqa: E402  (after the path is set)
+from ccarena.experiments.machine_stalls import stalls_setting, window_lateness  # noqa: E402
 from ccarena.results.result import load_result  # noqa: E402
 
 #: The delay program's threshold for logging a wake-up (LATE_WAKEUP_US in linux/delay.c).
 LOGGED_FROM_US = 200
-#: The percentiles an empirical `duration` keeps.
-FIT_PERCENTILES = (0, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99, 0.999, 1)
-
-
-def window_lateness(delay_stats: dict, start_s: float, end_s: float) -> np.ndarray | None:
-    """The late wake-ups' lateness (us) between `start_s` and `end_s` after
-    the first packet; None when the run's program did not log them."""
-    wakeups = (delay_stats or {}).get("late_wakeups")
-    if wakeups is None:
-        return None
-    w = np.asarray(wakeups, dtype=float).reshape(-1, 2)
-    keep = (w[:, 0] >= start_s * 1e6) & (w[:, 0] < end_s * 1e6)
-    return w[keep, 1]
 
 
 def stall_summary(late_us: np.ndarray, seconds: float) -> dict:
@@ -77,27 +65,6 @@ def stall_summary(late_us: np.ndarray, seconds: float) -> dict:
     if len(late_us):
         out.update({f"wakeup_p{q}_us": float(np.percentile(late_us, q)) for q in (50, 90, 99)})
     return out
-
-
-def return_stalls_setting(late_us: np.ndarray, seconds: float) -> dict:
-    """A `network.return_stalls` table for these late wake-ups: stalls as
-    often as the wake-ups, lasting as they were late (measured percentiles
-    as an empirical distribution)."""
-    if len(late_us) < 2:
-        raise ValueError("fewer than two late wake-ups: nothing to fit")
-    values: list[float] = []
-    probabilities: list[float] = []
-    for p, v in zip(FIT_PERCENTILES, np.quantile(late_us, FIT_PERCENTILES)):
-        v = float(round(v))
-        if values and v <= values[-1]:
-            continue  # an empirical distribution's values rise strictly
-        values.append(v)
-        probabilities.append(p)
-    probabilities[-1] = 1.0
-    return {
-        "every": f"{seconds / len(late_us) * 1e6:.0f}us",
-        "duration": {"distribution": "empirical", "values": [f"{v:.0f}us" for v in values], "probabilities": probabilities},
-    }
 
 
 def kernel_runs(directories: list[Path]) -> pd.DataFrame:
@@ -160,7 +127,7 @@ def fit_case(directories: list[Path], case: str) -> dict:
                 seconds += end - start
     if not late:
         raise SystemExit(f"{case}: no kernel run with the delay program's late wake-ups")
-    return return_stalls_setting(np.concatenate(late), seconds)
+    return stalls_setting(np.concatenate(late), seconds)
 
 
 def to_set_option(setting: dict) -> str:

@@ -719,7 +719,7 @@ def validate(
         print(table.to_json(orient="records"))
         err.print(f"stored in {esc(str(where))}")
         return
-    cols = ("case", "metric", "sim", "kernel", "kernel min-max", "sim - kernel", "> spread", "p", "sim, kernel's starts")
+    cols = ("case", "metric", "sim", "kernel", "kernel min-max", "sim - kernel", "> spread", "p", "sim, kernel's starts, stalls")
     runs_text = repetitions_text({"repetitions": int(table.repetitions.max()), "sim_repetitions": int(table.sim_repetitions.max())})
     listing = Listing([Column(c, "left" if c in ("case", "metric") else "right", no_wrap=c not in ("case", "metric")) for c in cols], [],
                       title=f"validate {suite}: simulator vs kernel ({VALIDATION_SETS[suite].description}); this run: {runs_text}")

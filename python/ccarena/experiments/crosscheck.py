@@ -57,6 +57,7 @@ import pandas as pd
 from ..backends.linux import LINUX, check_host
 from ..backends.sim import SIM
 from ..errors import UsageError
+from .machine_stalls import kernel_run_stalls
 from ..results.result import load_result
 from ..scenario.catalogue import engine_cca_names
 from ..scenario.model import Scenario
@@ -296,7 +297,10 @@ def run_validation(
     `overrides` (as `--set` gives them, e.g. {"hosts.tso": False} or
     {"startup": "iperf3"}) apply to every case on both backends; the
     simulator's run from the kernel's measured starts starts its flows
-    immediately at those instants whatever `startup` says.
+    immediately at those instants whatever `startup` says, and stalls its
+    router as the kernel run's machine stalled (the delay emulator's late
+    wake-ups, machine_stalls.kernel_run_stalls) unless `overrides` set
+    `network.router_stalls`.
 
     `kernel_runs` (a directory an earlier validation stored) reuses that
     run's kernel repetitions instead of running the kernel again: its cases,
@@ -389,6 +393,12 @@ def run_validation(
                 paired.setdefault("run", {})["start_jitter"] = "0s"
                 paired.pop("startup", None)
                 paired_overrides = {k: v for k, v in sim_overrides.items() if not k.endswith("startup") and not k.startswith("run.start_jitter")}
+                # And the kernel run's own stalls: its machine's, as the delay
+                # emulator logged them, in place of the router's measured
+                # default (machine_stalls; runs without the log keep it).
+                stalls = kernel_run_stalls(r.record)
+                if stalls is not None and "network.router_stalls" not in paired_overrides:
+                    paired_overrides["network.router_stalls"] = stalls
                 rp = SIM.run(Scenario.from_dict(paired, catalogue=sim).with_overrides(paired_overrides))
                 rp.save(out / "runs" / cid / f"sim_kernel_starts-seed{seed}")
                 raw.append({"case": cid, "backend": "sim_kernel_starts", "seed": seed, **metrics_of(rp)})
@@ -606,7 +616,7 @@ def to_markdown(table: pd.DataFrame, meta: dict) -> str:
            f"{', '.join(f'`{k}={v}`' for k, v in meta['sim_overrides'].items()) or 'no overrides'}.", ""] if meta.get("kernel_runs") else []),
         f"Simulator within the kernel's spread: {ok} of {cells} cells; {ratio_summary(table)}; {rank_summary(table)}.",
         "",
-        "| case | metric | sim (mean) | sim min-max | kernel (mean) | kernel min-max | sim - kernel | > spread | p | sim, kernel's starts (mean, min-max) |",
+        "| case | metric | sim (mean) | sim min-max | kernel (mean) | kernel min-max | sim - kernel | > spread | p | sim, kernel's starts and stalls (mean, min-max) |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for _, r in table.iterrows():
