@@ -100,3 +100,20 @@ def test_a_kernel_runs_stalls_come_from_its_measurement_window():
     assert Scenario.from_dict(doc).engine["network"]["router_stalls"]["duration"] == {"distribution": "constant", "value": 1_000_000}
     assert kernel_run_stalls({"backend": "sim", "warmup_ns": 0, "duration_ns": 1}) is None
     assert kernel_run_stalls({**rec, "linux": {"delay_stats": {"late_mean_us": 30.0}}}) is None  # not logged
+
+
+def test_the_like_with_like_column_is_counted_as_the_simulators_is():
+    from ccarena.experiments.crosscheck import like_with_like_summary
+
+    # Kernel utilisation 0.93-0.97; the default simulator above it, the run
+    # from the kernel's starts and stalls inside it; one kernel run only for
+    # a second case: not compared.
+    rows = [{"case": "c", "backend": "linux", "seed": k, "utilization": u} for k, u in enumerate([0.93, 0.95, 0.97], 1)]
+    rows += [{"case": "c", "backend": "sim", "seed": k, "utilization": 0.995} for k in (1, 2, 3)]
+    rows += [{"case": "c", "backend": "sim_kernel_starts", "seed": k, "utilization": u} for k, u in enumerate([0.94, 0.96, 0.95], 1)]
+    rows += [{"case": "d", "backend": "linux", "seed": 1, "utilization": 0.9},
+             {"case": "d", "backend": "sim_kernel_starts", "seed": 1, "utilization": 0.8}]
+    table = summarise(pd.DataFrame(rows), ["c", "d"])
+    assert within_spread(table) == (0, 1)
+    assert like_with_like_summary(table) == "simulator from the kernel's starts and stalls within the kernel's spread: 1 of 1 cells"
+    assert like_with_like_summary(table[table.case == "d"]).endswith("no cell compared")

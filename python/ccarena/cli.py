@@ -685,7 +685,7 @@ def validate(
     from .present.tables import Column, Listing
     from .experiments.crosscheck import (
         METRICS, VALIDATION_SETS, fmt_diff, format_metric, format_p, rank_summary, ratio_summary, repetitions_text, run_validation,
-        stored_set_name, validation_cases, within_spread,
+        like_with_like_summary, stored_set_name, validation_cases, within_spread,
     )
 
     for s in sets or []:
@@ -737,6 +737,7 @@ def validate(
     out.print(f"simulator within the kernel's spread: {ok} of {cells} cells")
     out.print(ratio_summary(table))
     out.print(rank_summary(table))
+    out.print(like_with_like_summary(table))
     out.print(f"stored in [bold]{where}[/bold] (table.md, table.json, table.parquet, runs/)")
 
 

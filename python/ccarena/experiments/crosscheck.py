@@ -64,7 +64,7 @@ from ..scenario.model import Scenario
 from ..scenario.traffic import BACKGROUNDS
 from ..scenario.units import parse_duration
 
-__all__ = ["VALIDATION_SETS", "validation_cases", "run_validation", "METRICS", "format_metric", "fmt_diff", "within_spread",
+__all__ = ["VALIDATION_SETS", "validation_cases", "run_validation", "METRICS", "format_metric", "fmt_diff", "within_spread", "like_with_like_summary",
            "ratio_factors", "ratio_summary", "RATIO_FACTOR_LIMIT", "stored_set_name", "rank_test_p", "rank_summary", "RANK_TEST_ALPHA"]
 
 
@@ -577,6 +577,18 @@ def within_spread(table: pd.DataFrame) -> tuple[int, int]:
     return int((~compared.flagged).sum()), int(len(compared))
 
 
+def like_with_like_summary(table: pd.DataFrame) -> str:
+    """One line: cells where the simulator run from each kernel run's
+    starts and stalls lies within the kernel's spread (the same test as
+    within_spread, on the last column)."""
+    compared = table[(table.repetitions > 1) & table.sim_kernel_starts.notna() & table.kernel.notna()]
+    if compared.empty:
+        return "simulator from the kernel's starts and stalls: no cell compared"
+    resolution = compared.metric.map(lambda m: RESOLUTION.get(m, 0.0))
+    off = (compared.sim_kernel_starts - compared.kernel).abs() > np.maximum(compared.kernel_spread, resolution)
+    return f"simulator from the kernel's starts and stalls within the kernel's spread: {int((~off).sum())} of {len(compared)} cells"
+
+
 #: The issue's second bar: no case's throughput ratio more than this factor
 #: away from the kernel's mean, either way.
 RATIO_FACTOR_LIMIT = 1.5
@@ -614,7 +626,8 @@ def to_markdown(table: pd.DataFrame, meta: dict) -> str:
         *([f"Only the cases {', '.join(meta['cases'])}.", ""] if meta.get("cases") else []),
         *([f"Kernel runs reused from `{Path(meta['kernel_runs']).name}`; the simulator ran with "
            f"{', '.join(f'`{k}={v}`' for k, v in meta['sim_overrides'].items()) or 'no overrides'}.", ""] if meta.get("kernel_runs") else []),
-        f"Simulator within the kernel's spread: {ok} of {cells} cells; {ratio_summary(table)}; {rank_summary(table)}.",
+        f"Simulator within the kernel's spread: {ok} of {cells} cells; {ratio_summary(table)}; {rank_summary(table)}; "
+        f"{like_with_like_summary(table)}.",
         "",
         "| case | metric | sim (mean) | sim min-max | kernel (mean) | kernel min-max | sim - kernel | > spread | p | sim, kernel's starts and stalls (mean, min-max) |",
         "|---|---|---|---|---|---|---|---|---|---|",
