@@ -51,12 +51,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "python"))
 
 from ccarena.experiments.crosscheck import metrics_of  # noqa: E402  (after the path is set)
-from ccarena.experiments.machine_stalls import stalls_setting, window_lateness  # noqa: E402
+from ccarena.experiments.machine_stalls import backend_section, stalls_setting, window_lateness  # noqa: E402
 from ccarena.results.result import load_result  # noqa: E402
-
-#: The delay program's threshold for logging a wake-up (LATE_WAKEUP_US in linux/delay.c).
-LOGGED_FROM_US = 200
-
 
 def stall_summary(late_us: np.ndarray, seconds: float) -> dict:
     """How often the emulator was at least 0.5, 1 and 2 ms late, a second,
@@ -77,18 +73,12 @@ def kernel_runs(directories: list[Path]) -> pd.DataFrame:
                 continue
             result = load_result(run)
             m = metrics_of(result)
-            rec = json.loads(gzip.open(run / "record.json.gz").read()) if (run / "record.json.gz").exists() else result.record
-            stats = (rec.get("linux") or {}).get("delay_stats") or {}
+            rec = result.record
+            stats = backend_section(rec).get("delay_stats") or {}
             start, end = rec["warmup_ns"] / 1e9, rec["duration_ns"] / 1e9
             row = {"set": d.name, "case": run.parent.name, "seed": int(run.name.rsplit("seed", 1)[1]),
-                   "utilization": m["utilization"], "ratio": m["ratio"], "both_lost": m["both_lost"], "retrans": m["retrans"],
+                   **{k: m[k] for k in ("utilization", "ratio", "both_lost", "retrans", "steal_pct")},
                    **{k: stats.get(k) for k in ("late_mean_us", "late_p50_us", "late_p99_us", "late_max_us")}}
-            cpu = (rec.get("linux") or {}).get("cpu_s")
-            if cpu:
-                # Of the machine's CPU time after the warm-up, the hypervisor's and the idle share (%).
-                total = sum(cpu.values())
-                row["steal_pct"] = 100 * cpu["steal"] / total if total else None
-                row["idle_pct"] = 100 * cpu["idle"] / total if total else None
             late = window_lateness(stats, start, end)
             if late is not None:
                 row.update(stall_summary(late, end - start))
@@ -106,7 +96,7 @@ def correlations(runs: pd.DataFrame) -> dict:
         both = g.dropna(subset=["both_lost"])
         out[case] = {"runs": len(g), "r_utilization": float(np.corrcoef(g.utilization, g.late_mean_us)[0, 1]),
                      "r_both_lost": float(np.corrcoef(both.both_lost, both.late_mean_us)[0, 1]) if len(both) >= 3 else None}
-        stolen = g.dropna(subset=["steal_pct"]) if "steal_pct" in g else g.iloc[:0]
+        stolen = g.dropna(subset=["steal_pct"])
         if len(stolen) >= 3:
             out[case]["r_utilization_steal"] = float(np.corrcoef(stolen.utilization, stolen.steal_pct)[0, 1])
             out[case]["r_late_steal"] = float(np.corrcoef(stolen.late_mean_us, stolen.steal_pct)[0, 1])
@@ -121,7 +111,7 @@ def fit_case(directories: list[Path], case: str) -> dict:
         for run in sorted((d / "runs" / case).glob("linux-seed*")):
             rec = json.loads(gzip.open(run / "record.json.gz").read())
             start, end = rec["warmup_ns"] / 1e9, rec["duration_ns"] / 1e9
-            w = window_lateness((rec.get("linux") or {}).get("delay_stats"), start, end)
+            w = window_lateness(backend_section(rec).get("delay_stats"), start, end)
             if w is not None:
                 late.append(w)
                 seconds += end - start
@@ -133,9 +123,13 @@ def fit_case(directories: list[Path], case: str) -> dict:
 def to_set_option(setting: dict) -> str:
     """The setting as one `--set network.return_stalls=...` argument."""
     d = setting["duration"]
-    values = ", ".join(f'"{v}"' for v in d["values"])
-    return (f'network.return_stalls={{every="{setting["every"]}", duration={{distribution="empirical", '
-            f'values=[{values}], probabilities={list(d["probabilities"])}}}}}')
+    if isinstance(d, str):
+        duration = f'"{d}"'
+    else:
+        values = ", ".join(f'"{v}"' for v in d["values"])
+        duration = f'{{distribution="empirical", values=[{values}], probabilities={list(d["probabilities"])}}}'
+    return f'network.return_stalls={{every="{setting["every"]}", duration={duration}}}'
+
 
 
 def plot(runs: pd.DataFrame, path: Path) -> None:

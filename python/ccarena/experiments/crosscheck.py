@@ -57,7 +57,7 @@ import pandas as pd
 from ..backends.linux import LINUX, check_host
 from ..backends.sim import SIM
 from ..errors import UsageError
-from .machine_stalls import kernel_run_stalls
+from .machine_stalls import backend_section, kernel_run_stalls
 from ..results.result import load_result
 from ..scenario.catalogue import engine_cca_names
 from ..scenario.model import Scenario
@@ -205,18 +205,12 @@ def metrics_of(result) -> dict[str, float]:
     }
 
 
-def _backend_section(record: dict) -> dict:
-    """The record's part its kernel backend wrote ("linux", "testbed"); {} for the simulator's."""
-    section = record.get(record.get("backend", "")) if isinstance(record, dict) else None
-    return section if isinstance(section, dict) else {}
-
-
 def stolen_cpu_pct(record: dict) -> float:
     """Of the machine's CPU time from the warm-up's end to the run's, the
     share (%) a virtual machine's hypervisor took (/proc/stat's steal): the
     testbed's other tenants. NaN for the simulator and for runs that did
     not record it."""
-    cpu = _backend_section(record).get("cpu_s")
+    cpu = backend_section(record).get("cpu_s")
     total = sum(cpu.values()) if isinstance(cpu, dict) else 0
     return float(100 * cpu.get("steal", 0) / total) if total > 0 else float("nan")
 
@@ -228,7 +222,7 @@ def emulator_lateness_us(record: dict) -> float:
     the kernel's utilisation (docs/fidelity.md, "The delay emulator's
     lateness"). NaN for the simulator and for runs without the program's
     statistics."""
-    stats = _backend_section(record).get("delay_stats")
+    stats = backend_section(record).get("delay_stats")
     late = stats.get("late_mean_us") if isinstance(stats, dict) else None
     return float(late) if isinstance(late, (int, float)) else float("nan")
 

@@ -51,12 +51,17 @@ def stalls_setting(late_us: np.ndarray, seconds: float) -> dict:
             "duration": {"distribution": "empirical", "values": [f"{v:.0f}us" for v in values], "probabilities": probabilities}}
 
 
+def backend_section(record: dict) -> dict:
+    """The record's part its kernel backend wrote ("linux", "testbed"); {} for the simulator's."""
+    section = record.get(record.get("backend", "")) if isinstance(record, dict) else None
+    return section if isinstance(section, dict) else {}
+
+
 def kernel_run_stalls(record: dict) -> dict | None:
     """The stall table of one kernel run's measurement window, from its
     delay program's late wake-ups; None when the run has none logged (runs
     of other backends, runs stored before the program logged them)."""
-    section = record.get(record.get("backend", "")) if isinstance(record, dict) else None
-    stats = section.get("delay_stats") if isinstance(section, dict) else None
+    stats = backend_section(record).get("delay_stats")
     start, end = record.get("warmup_ns", 0) / 1e9, record.get("duration_ns", 0) / 1e9
     late = window_lateness(stats if isinstance(stats, dict) else None, start, end)
     if late is None or len(late) < 2 or end <= start:
