@@ -106,6 +106,11 @@ def test_the_receivers_hold_is_taken_out_of_the_return_path_and_written_as_a_dis
     assert less["floor_us"] == pytest.approx(20_000, abs=1)
     assert less["p10"] == pytest.approx(0, abs=1) and less["p50"] == pytest.approx(200, abs=1) and less["p99.9"] <= 300.5
     assert flow["return"]["p50"] > less["p50"]  # the hold's part is in the whole return
+    # The whole loop (to the sender's next skb, 10 us after the ACK) less the hold: the same plus 10 us.
+    loop_less = flow["loop_less_receiver"]
+    assert loop_less["floor_us"] == pytest.approx(20_010, abs=1)
+    assert loop_less["p50"] == pytest.approx(200, abs=1) and loop_less["p99.9"] <= 300.5
+    assert flow["loop_less_receiver_as_distribution"]["values"][-1] == "300.0us"
     dist = flow["return_less_receiver_as_distribution"]
     assert dist["distribution"] == "empirical" and dist["probabilities"][0] == 0 and dist["probabilities"][-1] == 1
     assert dist["values"][0] == "0.0us" and dist["values"][-1] == "300.0us"

@@ -292,7 +292,9 @@ def return_path_noise(btl: Path, arrivals: list[Path], receiver: Path | None = N
     same less the time the receiver held the skb's last segment before an
     ACK covering it left (arrival to ACK at the receiver: its read), i.e. the
     return path's noise without the receiver's part, for a simulator whose
-    receivers hold data themselves (`hosts.rx_batching`)."""
+    receivers hold data themselves (`hosts.rx_batching`), and
+    `loop_less_receiver`, the whole loop less the same hold: what
+    `network.delay_noise` stands for beside such receivers."""
     held: dict[int, int] = {}
     port = None
     if receiver is not None:
@@ -322,22 +324,28 @@ def return_path_noise(btl: Path, arrivals: list[Path], receiver: Path | None = N
         skbs = list(zip((t for t, _ in data[key]), unwrap([e for _, e in data[key]])))
         skbs = skbs[len(skbs) // 10 :]  # past slow start
         nexts = sorted(arriving.get(key, []))
-        back, loop, less = [], [], []
+        back, loop, less, loop_less = [], [], [], []
         own = key[0] == 0 and key[1] == port
         for t, end in skbs:
             i = bisect.bisect_left(covered, end)
             if i < len(covered) and ack_times[i] > t:
                 back.append(ack_times[i] - t)
-                if own and (h := held.get(end & 0xFFFFFFFF)) is not None:
+                h = held.get(end & 0xFFFFFFFF) if own else None
+                if h is not None:
                     less.append(ack_times[i] - t - h)
                 n = bisect.bisect_right(nexts, ack_times[i])
                 if n < len(nexts):
                     loop.append(nexts[n] - t)
+                    if h is not None:
+                        loop_less.append(nexts[n] - t - h)
         out[f"flow{j}"] = {"skbs": len(back), "return": noise_percentiles(back), "loop": noise_percentiles(loop),
                            "loop_as_distribution": as_distribution(above_floor(loop))}
         if less:
             out[f"flow{j}"]["return_less_receiver"] = noise_percentiles(less)
             out[f"flow{j}"]["return_less_receiver_as_distribution"] = as_distribution(above_floor(less))
+        if loop_less:
+            out[f"flow{j}"]["loop_less_receiver"] = noise_percentiles(loop_less)
+            out[f"flow{j}"]["loop_less_receiver_as_distribution"] = as_distribution(above_floor(loop_less))
     return out
 
 
