@@ -43,6 +43,25 @@ def test_super_packets_and_stretch_acks_are_recorded():
     assert batched.acks_sent / batched.segments_sent < 0.25
 
 
+def test_receivers_acknowledge_at_the_applications_reads():
+    # Without offloads a receiver acknowledges every second segment; with the
+    # application's reads modelled, one read (and ACK) takes every segment
+    # that became readable during its wait: stretch ACKs, as on the kernel.
+    off = {"tso": False}
+    every_second = ccarena.run(doc(off)).flows.iloc[0]
+    assert Scenario.from_dict(doc({**off, "app_reads": True})).engine["hosts"] == {"tso": False, "app_reads": True}
+    reads = ccarena.run(doc({**off, "app_reads": True, "read_wait": "300us"})).flows.iloc[0]
+    per_seg = lambda f: f.acks_sent / f.segments_sent  # noqa: E731
+    assert 0.45 < per_seg(every_second) < 0.55
+    # 100 Mbit/s: a segment each 120 us, so a 300 us wait gathers about 3.5.
+    assert 0.2 < per_seg(reads) < 0.35, per_seg(reads)
+    assert reads.throughput_mbps > 0.9 * every_second.throughput_mbps
+    with pytest.raises(ScenarioError, match="hosts.app_reads"):
+        Scenario.from_dict(doc({"app_reads": "yes"}))
+    with pytest.raises(ScenarioError, match="hosts.read_wait"):
+        Scenario.from_dict(doc({"app_reads": True, "read_wait": "3 parsecs"}))
+
+
 def test_the_older_kernels_deferral_rule_builds_larger_skbs():
     # At 40 ms the pre-6.18 rule defers most openings smaller than the
     # autosize goal; the 6.18 rule sends them at once.

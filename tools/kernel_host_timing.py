@@ -120,7 +120,7 @@ def percentiles(xs: list[float], quantiles: tuple[float, ...] = (10, 25, 50, 75,
 
 
 #: Cumulative probabilities at which `as_distribution` writes a measurement.
-EMPIRICAL_POINTS = (0, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.97, 0.99, 0.999, 1)
+EMPIRICAL_POINTS = (0, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.97, 0.99, 0.999, 0.9995, 0.9999, 1)
 
 
 def as_distribution(us: list[float]) -> dict | None:
@@ -134,7 +134,7 @@ def as_distribution(us: list[float]) -> dict | None:
     return {"distribution": "empirical", "values": [f"{max(v, 0.0):.1f}us" for v in values], "probabilities": list(EMPIRICAL_POINTS)}
 
 
-def analyse(sender: Path, receiver: Path, data_port: int) -> dict:
+def analyse(sender: Path | None, receiver: Path, data_port: int) -> dict:
     out: dict = {}
     # Receiver: data in (dport = server port), ACKs out.
     rx = [(t, f) for t, fr in read_pcap(receiver) if (f := tcp_fields(fr))]
@@ -170,6 +170,8 @@ def analyse(sender: Path, receiver: Path, data_port: int) -> dict:
     # answered: above 1 where the receiver acknowledged several at once.
     out["receiver_packets_per_ack"] = percentiles(per_ack)
     out["receiver_acks_answering_several_packets"] = round(sum(1 for n in per_ack if n > 1) / len(per_ack), 4) if per_ack else None
+    if sender is None:
+        return out
     # Sender: data out, ACKs in.
     sx = [(t, f) for t, fr in read_pcap(sender) if (f := tcp_fields(fr))]
     data_out = [(t, f) for t, f in sx if f[5] == data_port and f[1] > 0]
@@ -538,6 +540,8 @@ def application_reads(receiver: Path, script: str, offset_ns: int, data_port: in
         "acks_per_data_segment": round(len(acks) / segments, 4) if segments else None,
         "segments_per_read": percentiles(per_read, (10, 25, 50, 75, 90, 99)),
         "arrival_to_read_us": percentiles(wait, (10, 25, 50, 75, 90, 95, 99)),
+        # A receiver that acknowledges at its reads holds each batch this long (`hosts.rx_hold`).
+        "arrival_to_read_as_distribution": as_distribution(wait),
         "ack_to_next_read_us": percentiles(to_next_read(acks), (10, 25, 50, 75, 90)),
         "instant_to_next_read_us": percentiles(to_next_read([t - 500_000 for t in acks]), (10, 25, 50, 75, 90)),
     }
@@ -617,6 +621,8 @@ def main() -> None:
     ap.add_argument("--offloads", choices=["on", "off"], default="on")
     ap.add_argument("--seconds", type=float, default=10.0)
     ap.add_argument("--reads", action="store_true", help="also record the receiving application's reads with perf")
+    ap.add_argument("--captures", choices=["all", "receiver"], default="all",
+                    help="receiver: capture the first flow's receiver alone (its batches and ACKs, under the least load)")
     args = ap.parse_args()
     from ccarena.backends.linux import run_linux
     from ccarena.backends.linux.mapping import tbf_rate_bps
@@ -634,9 +640,12 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         stop = threading.Event()
         procs: list = []
-        files = {"s0": Path(tmp) / "s0.pcap", "r0": Path(tmp) / "r0.pcap", "L": Path(tmp) / "btl.pcap"}
+        everything = args.captures == "all"
+        files = {"r0": Path(tmp) / "r0.pcap"}
+        if everything:
+            files.update({"s0": Path(tmp) / "s0.pcap", "L": Path(tmp) / "btl.pcap"})
         # The left router's interfaces towards the senders (named after them).
-        towards = {f"L{i}": Path(tmp) / f"L-s{i}.pcap" for i in range(args.flows)}
+        towards = {f"L{i}": Path(tmp) / f"L-s{i}.pcap" for i in range(args.flows)} if everything else {}
         where = {**{k: ("-" + k, "eth0") for k in ("s0", "r0")}, "L": ("-L", "btl"), **{k: ("-L", f"s{k[1:]}") for k in towards}}
         files.update(towards)
         threads = [threading.Thread(target=capture, args=(*where[k], p, stop, procs)) for k, p in files.items()]
@@ -666,10 +675,11 @@ def main() -> None:
         if missing:
             errors = {k: (files[k].with_suffix(".pcap.err").read_text()[-300:] if files[k].with_suffix(".pcap.err").exists() else "") for k in missing}
             raise SystemExit(f"no capture on {', '.join(missing)}: {errors}")
-        summary = analyse(files["s0"], files["r0"], 5201)
-        summary["bottleneck"] = analyse_bottleneck(files["L"], tbf_rate_bps(rate))
-        summary["return_path_noise_us"] = return_path_noise(files["L"], [files[k] for k in towards], files["r0"])
-        summary["router_stalls"] = router_stalls(files["L"], [files[k] for k in towards], tbf_rate_bps(rate))
+        summary = analyse(files.get("s0"), files["r0"], 5201)
+        if everything:
+            summary["bottleneck"] = analyse_bottleneck(files["L"], tbf_rate_bps(rate))
+            summary["return_path_noise_us"] = return_path_noise(files["L"], [files[k] for k in towards], files["r0"])
+            summary["router_stalls"] = router_stalls(files["L"], [files[k] for k in towards], tbf_rate_bps(rate))
         if args.reads:
             script = subprocess.run(["perf", "script", "--ns", "-F", "tid,time,event,trace", "-i", str(Path(tmp) / "perf.data")],
                                     capture_output=True, text=True).stdout

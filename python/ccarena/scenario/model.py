@@ -131,7 +131,7 @@ def cca_file_paths(doc: dict, base: Path | None) -> list[Path]:
     return out
 
 
-_HOSTS_KEYS = {"tso", "rx_batching", "rx_hold", "line_rate", "tsq", "write_queue", "tso_defer"}
+_HOSTS_KEYS = {"tso", "rx_batching", "rx_hold", "app_reads", "read_wait", "line_rate", "tsq", "write_queue", "tso_defer"}
 _TSO_DEFER_RULES = ("ack_due", "half_rtt")
 
 
@@ -142,7 +142,7 @@ def resolve_hosts(table: Any) -> dict:
         raise ScenarioError("hosts", "must be a table such as { tso = false }")
     check_keys(table, _HOSTS_KEYS, "hosts")
     out: dict = {}
-    for key in ("tso", "rx_batching", "tsq", "write_queue"):
+    for key in ("tso", "rx_batching", "app_reads", "tsq", "write_queue"):
         if key in table:
             if not isinstance(table[key], bool):
                 raise ScenarioError(f"hosts.{key}", f"must be true or false, got {excerpt(table[key])}")
@@ -151,8 +151,9 @@ def resolve_hosts(table: Any) -> dict:
         if table["tso_defer"] not in _TSO_DEFER_RULES:
             raise ScenarioError("hosts.tso_defer", f"unknown rule {excerpt(table['tso_defer'])}; allowed: {', '.join(_TSO_DEFER_RULES)}")
         out["tso_defer"] = table["tso_defer"]
-    if "rx_hold" in table:
-        out["rx_hold"] = resolve_dist(table["rx_hold"], parse_duration, "hosts.rx_hold")
+    for key in ("rx_hold", "read_wait"):
+        if key in table:
+            out[key] = resolve_dist(table[key], parse_duration, f"hosts.{key}")
     if "line_rate" in table:
         out["line_rate"] = unit(parse_rate, table["line_rate"], "hosts.line_rate")
         if out["line_rate"] <= 0:

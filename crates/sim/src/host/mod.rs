@@ -41,6 +41,21 @@ pub struct HostConfig {
     /// (measure it on the hosts you model: docs/fidelity.md).
     #[serde(default = "default_rx_hold")]
     pub rx_hold: Dist,
+    /// The receiving applications' reads: in-order data is acknowledged when
+    /// the application reads it, after a wait drawn from `read_wait`, as a
+    /// Linux receiver whose window has grown does (`__tcp_ack_snd_check`
+    /// leaves the ACK to `tcp_cleanup_rbuf`), while out-of-order data and
+    /// filled holes are acknowledged at once. Off by default for now: it
+    /// agrees with more of the stored kernel runs, but with the measured
+    /// wait's tail a TCP Prague flow over DualPI2 keeps half the link
+    /// (docs/fidelity.md). Off: data is read the instant it arrives.
+    #[serde(default)]
+    pub app_reads: bool,
+    /// How long the receiving application takes to read data from the
+    /// moment it becomes readable, in nanoseconds (default: iperf3's, as
+    /// measured on the linux backend).
+    #[serde(default = "default_read_wait")]
+    pub read_wait: Dist,
     /// Rate at which a host's NIC puts packets on the wire (its access link;
     /// default: `network.access_rate`, else 10 x the bottleneck). A testbed's
     /// VMs whose flows never exceed some rate are described by it.
@@ -83,12 +98,33 @@ fn default_rx_hold() -> Dist {
     Dist::Constant { value: 20_000.0 }
 }
 
+/// iperf3's wait from data becoming readable to its read, two flows at 400
+/// Mbit/s, 20 ms, offloads on, on the linux backend (2026-11-27, `python
+/// tools/kernel_host_timing.py --rate 400Mbps --rtt 20ms --flows 2
+/// --seconds 30 --captures receiver`, `receiver_batch_hold_as_distribution`:
+/// with offloads on a Linux receiver's ACK leaves at the read, 98 % within
+/// 30 us of one, so the wait from an skb's arrival to its ACK is the read's;
+/// one capture, the least load on the machine; the same with perf recording
+/// the reads has a median of 47 us and waits of 26-28 ms that the lighter
+/// measurement never shows).
+fn default_read_wait() -> Dist {
+    Dist::Empirical {
+        values: READ_WAIT_US.iter().map(|us| us * 1_000.0).collect(),
+        probabilities: READ_WAIT_PROBABILITIES.to_vec(),
+    }
+}
+
+const READ_WAIT_US: [f64; 13] = [2.2, 15.8, 22.1, 28.4, 41.6, 69.3, 137.6, 272.9, 932.5, 2501.9, 2903.0, 6691.6, 7874.4];
+const READ_WAIT_PROBABILITIES: [f64; 13] = [0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.97, 0.99, 0.999, 0.9995, 0.9999, 1.0];
+
 impl Default for HostConfig {
     fn default() -> Self {
         HostConfig {
             tso: true,
             rx_batching: false,
             rx_hold: default_rx_hold(),
+            app_reads: false,
+            read_wait: default_read_wait(),
             line_rate: None,
             tsq: true,
             write_queue: true,
@@ -100,6 +136,6 @@ impl Default for HostConfig {
 impl HostConfig {
     /// The former clockwork hosts: no offload, no batching, no small queues.
     pub fn clockwork() -> Self {
-        HostConfig { tso: false, tsq: false, write_queue: false, ..HostConfig::default() }
+        HostConfig { tso: false, tsq: false, write_queue: false, app_reads: false, ..HostConfig::default() }
     }
 }

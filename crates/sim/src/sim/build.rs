@@ -177,7 +177,20 @@ fn endpoints(
     if accecn {
         receiver.set_accecn();
     }
+    if hosts.app_reads {
+        receiver.set_app_reads(hosts.read_wait.clone(), Rng::stream(flow_seed, "app-reads"));
+    }
     (sender, receiver)
+}
+
+/// The return legs' noise: as given, except that the default, the whole
+/// loop's, leaves out the receivers' wait for their reads when
+/// `hosts.app_reads` draws that wait at the receivers.
+fn return_noise(cfg: &SimConfig) -> Option<Dist> {
+    if cfg.hosts.app_reads && cfg.network.delay_noise == crate::config::default_delay_noise() {
+        return crate::config::return_noise_less_read();
+    }
+    cfg.network.delay_noise.clone()
 }
 
 /// A receiver's batching (None: packets are processed as they arrive).
@@ -269,7 +282,7 @@ impl Simulation {
             let data_delay = half + f.data_delay;
             let jitter = f.jitter.clone().map(|j| (j, Rng::stream(seed, &format!("jitter-{i}"))));
             let fwd = topo.data_route(f.direction, data_delay, jitter, Hop::Receiver);
-            let noise = cfg.network.delay_noise.clone().map(|d| (d, Rng::stream(seed, &format!("delay-noise-{i}"))));
+            let noise = return_noise(&cfg).map(|d| (d, Rng::stream(seed, &format!("delay-noise-{i}"))));
             // One stream for every flow: each leg draws the same stalls.
             let stalls = cfg.network.return_stalls.as_ref().map(|c| Stalls::new(c, Rng::stream(seed, "return-stalls")));
             let rev = topo.ack_route(f.direction, ack_delay, noise, stalls);

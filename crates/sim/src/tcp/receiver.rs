@@ -16,13 +16,21 @@
 //!   immediate ACK of the data before each change of the CE state
 //!   (`dctcp_ece_ack_update` in Linux's `tcp_dctcp.h`).
 //! * or, with Accurate ECN (`accecn.rs`)
-//!   the count of CE marks in every ACK.
+//!   the count of CE marks in every ACK;
+//! * with the application's reads modelled (`set_app_reads`), in-order data
+//!   acknowledged when the application reads it: once a Linux receiver's
+//!   window has grown to its clamp, unread data makes the window it would
+//!   advertise smaller than the last, so `__tcp_ack_snd_check` leaves the
+//!   ACK to the read (`tcp_cleanup_rbuf`) or the delayed-ACK timer, while
+//!   out-of-order data, a filled hole and quick-ACK mode are answered at once.
 
 use super::accecn;
 use super::config::TcpConfig;
 use super::seqset::SeqSet;
 use super::ts_clock;
+use crate::dist::{Dist, Sampler};
 use crate::event::TimerKind;
+use crate::rng::Rng;
 use crate::packet::{AckSegment, DataSegment, Packet, Payload, SackBlocks, SeqRange, MAX_SACK_BLOCKS, SYN_BYTES};
 use crate::units::{jiffies_at, time_of_jiffy, usecs_to_jiffies, Time, NS_PER_MS, NS_PER_SEC};
 
@@ -116,6 +124,18 @@ pub struct TcpReceiver {
     one_skb: bool,
     deferred_ofo: bool,
 
+    /// The application's wait from data becoming readable to its read
+    /// (`set_app_reads`; None: the data is read the instant it arrives).
+    read_wait: Option<(Sampler, Rng)>,
+    /// When the application reads next (Linux `tcp_recvmsg` returning).
+    read_due: Option<Time>,
+    /// In-order data the application has not read (rcv_nxt > copied_seq).
+    unread: bool,
+    /// A segment shorter than a full one arrived since the last ACK (Linux
+    /// ICSK_ACK_PUSHED from `tcp_measure_rcv_mss`): a read that takes all
+    /// that is readable acknowledges it at once.
+    pushed: bool,
+
     pub bytes_delivered: u64,
     pub duplicate_segments: u64,
     /// Data segments discarded by PAWS (Linux's PAWSEstab counter).
@@ -181,6 +201,10 @@ impl TcpReceiver {
             ack_deferred: false,
             one_skb: false,
             deferred_ofo: false,
+            read_wait: None,
+            read_due: None,
+            unread: false,
+            pushed: false,
             bytes_delivered: 0,
             duplicate_segments: 0,
             paws_rejected: 0,
@@ -203,6 +227,14 @@ impl TcpReceiver {
         self.accecn = true;
     }
 
+    /// The receiving application reads after a wait drawn from `wait` from
+    /// the moment in-order data becomes readable (its wake-up and the
+    /// scheduler's delay; measured on the kernel, docs/fidelity.md), and
+    /// the in-order ACKs wait for its reads (module doc).
+    pub fn set_app_reads(&mut self, wait: Dist, rng: Rng) {
+        self.read_wait = Some((Sampler::new(wait), rng));
+    }
+
     fn payload(&self, seq: u32) -> u64 {
         match self.app_segments {
             Some(n) if seq + 1 == n => self.tail_payload as u64,
@@ -221,7 +253,12 @@ impl TcpReceiver {
 
     pub fn timer_deadline(&self, kind: TimerKind) -> Option<Time> {
         match kind {
-            TimerKind::DelAck => self.delack_timer,
+            // The application's next read shares the delayed-ACK timer's
+            // event (one fewer timer kind for every flow to mirror).
+            TimerKind::DelAck => match (self.delack_timer, self.read_due) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            },
             TimerKind::CompressedAck => self.comp_timer,
             _ => None,
         }
@@ -328,6 +365,9 @@ impl TcpReceiver {
             self.enter_quickack_mode(MAX_QUICKACKS);
             self.ack_scheduled = true;
         } else if seq == self.rcv_nxt {
+            if self.read_wait.is_some() {
+                self.data_readable(now, seq);
+            }
             self.rcv_nxt += 1;
             self.bytes_delivered += self.payload(seq);
             self.event_data_recv(now);
@@ -483,7 +523,12 @@ impl TcpReceiver {
             self.deferred_ofo |= ofo_possible;
             return;
         }
-        let more_than_one_full_segment = self.rcv_nxt.wrapping_sub(self.rcv_wup) >= 2;
+        // Linux: more than one full segment unacknowledged, and the window
+        // the ACK would advertise not smaller than the last one's, which with
+        // unread data it is (`__tcp_select_window() >= rcv_wnd`; the window
+        // is taken as grown to its clamp, as it is after the first round
+        // trips of a bulk transfer).
+        let more_than_one_full_segment = self.rcv_nxt.wrapping_sub(self.rcv_wup) >= 2 && !self.unread;
         if !self.delayed_ack || more_than_one_full_segment || self.quick > 0 || self.ack_now {
             if self.batching {
                 // Linux defers it to `tcp_release_cb`, the end of the batch.
@@ -548,9 +593,37 @@ impl TcpReceiver {
         self.delack_timer = Some(deadline);
     }
 
+    /// In-order segment `seq` (and whatever it joins up with) has become
+    /// readable: the application, if it is not already due to read, wakes
+    /// up and reads after its wait.
+    fn data_readable(&mut self, now: Time, seq: u32) {
+        self.pushed |= self.payload(seq) < self.mss as u64;
+        let Some((wait, rng)) = &mut self.read_wait else { return };
+        self.unread = true;
+        if self.read_due.is_none() {
+            let ns = wait.sample(rng).max(0.0).round() as u64;
+            self.read_due = Some(Time(now.0 + ns));
+        }
+    }
+
+    /// The application reads everything readable; Linux `tcp_cleanup_rbuf`
+    /// then acknowledges if more than one full segment is unacknowledged or
+    /// a short segment (the end of a transfer) was among what it read; a
+    /// single full segment is left to the delayed-ACK timer.
+    fn app_read(&mut self, now: Time, out: &mut Vec<Packet>) {
+        self.read_due = None;
+        self.unread = false;
+        if self.ack_scheduled && (self.rcv_nxt.wrapping_sub(self.rcv_wup) >= 2 || self.pushed) {
+            self.send_ack(now, out);
+        }
+    }
+
     pub fn on_timer(&mut self, now: Time, kind: TimerKind, out: &mut Vec<Packet>) {
         match kind {
             TimerKind::DelAck => {
+                if self.read_due.is_some_and(|t| t <= now) {
+                    self.app_read(now, out);
+                }
                 let Some(t) = self.delack_timer else { return };
                 if t > now {
                     return;
@@ -683,6 +756,7 @@ impl TcpReceiver {
         }
         self.received_ce_pending = 0;
         self.ack_scheduled = false;
+        self.pushed = false;
         self.ack_now = false;
         self.delack_timer = None;
         let _ = now;
@@ -760,6 +834,87 @@ mod tests {
         let a = acks(&out);
         assert_eq!(a.len(), 6);
         assert!(a.iter().all(|a| a.ack == 0 && a.sack.n == 0));
+    }
+
+    /// A receiver past quick-ACK mode whose application reads after 100 us.
+    fn reading_after_100us() -> TcpReceiver {
+        let mut r = established();
+        r.set_app_reads(Dist::Constant { value: 100_000.0 }, Rng::stream(1, "t"));
+        r.quick = 0;
+        r.ato = 10;
+        r.lrcvtime = jiffies_at(Time::from_ms(99), 250);
+        r
+    }
+
+    /// In-order data waits for the application's read: no ACK on the second
+    /// segment, one ACK for all of them when the read (100 us after the first
+    /// became readable) returns; the next segment starts the next wait.
+    #[test]
+    fn in_order_data_is_acknowledged_at_the_applications_read() {
+        let mut r = reading_after_100us();
+        let mut out = vec![];
+        let t0 = Time::from_ms(100);
+        for i in 0..3u32 {
+            r.on_data(Time(t0.0 + i as u64 * 30_000), &seg(i), &mut out);
+        }
+        assert!(acks(&out).is_empty(), "two full segments unread: the ACK waits");
+        assert_eq!(r.read_due, Some(Time(t0.0 + 100_000)));
+        assert!(r.delack_timer.is_some_and(|t| t > Time(t0.0 + 100_000)), "the delayed-ACK timer is armed meanwhile");
+        // The read shares the delayed-ACK timer's event, due first.
+        assert_eq!(r.timer_deadline(TimerKind::DelAck), Some(Time(t0.0 + 100_000)));
+        r.on_timer(Time(t0.0 + 100_000), TimerKind::DelAck, &mut out);
+        assert_eq!(acks(&out).iter().map(|a| a.ack).collect::<Vec<_>>(), vec![3]);
+        assert_eq!(r.read_due, None);
+        out.clear();
+        // One segment read: left to the delayed-ACK timer (tcp_cleanup_rbuf
+        // acknowledges more than one full segment only).
+        r.on_data(Time(t0.0 + 200_000), &seg(3), &mut out);
+        assert_eq!(r.read_due, Some(Time(t0.0 + 300_000)));
+        r.on_timer(Time(t0.0 + 300_000), TimerKind::DelAck, &mut out);
+        assert!(acks(&out).is_empty());
+        assert!(r.delack_timer.is_some());
+    }
+
+    /// The short last segment of a transfer is acknowledged by the read that
+    /// takes it (Linux's ICSK_ACK_PUSHED), not by the delayed-ACK timer.
+    #[test]
+    fn the_read_of_a_transfers_short_last_segment_acknowledges_it() {
+        let mut r = TcpReceiver::new(0, &TcpConfig::default(), Some(3 * 1448 + 100));
+        let mut out = vec![];
+        r.on_packet(Time::ZERO, &Packet { flow: 0, wire_bytes: 60, reverse: false, hop: 0, epoch: 0, payload: Payload::Syn { tsval: 1 } }, &mut out);
+        r.set_app_reads(Dist::Constant { value: 100_000.0 }, Rng::stream(1, "t"));
+        r.quick = 0;
+        r.ato = 10;
+        r.lrcvtime = jiffies_at(Time::from_ms(99), 250);
+        let t0 = Time::from_ms(100);
+        for i in 0..2u32 {
+            r.on_data(Time(t0.0 + i as u64 * 10_000), &seg(i), &mut out);
+        }
+        r.on_timer(Time(t0.0 + 100_000), TimerKind::DelAck, &mut out);
+        out.clear();
+        // A full segment, then the 100-byte tail: one read takes both and acknowledges them.
+        r.on_data(Time(t0.0 + 200_000), &seg(2), &mut out);
+        r.on_data(Time(t0.0 + 210_000), &DataSegment { payload: 100, ..seg(3) }, &mut out);
+        assert!(acks(&out).is_empty());
+        r.on_timer(Time(t0.0 + 300_000), TimerKind::DelAck, &mut out);
+        assert_eq!(acks(&out).iter().map(|a| a.ack).collect::<Vec<_>>(), vec![4]);
+    }
+
+    /// Loss signals do not wait for the read: an out-of-order segment is
+    /// answered at once with its SACK block, and so is the one filling the hole.
+    #[test]
+    fn out_of_order_data_and_a_filled_hole_are_acknowledged_at_once_with_reads() {
+        let mut r = reading_after_100us();
+        let mut out = vec![];
+        let t0 = Time::from_ms(100);
+        r.on_data(t0, &seg(0), &mut out);
+        r.on_data(Time(t0.0 + 10_000), &seg(2), &mut out);
+        let a = acks(&out);
+        assert_eq!(a.len(), 1);
+        assert_eq!((a[0].ack, a[0].sack.n), (1, 1));
+        out.clear();
+        r.on_data(Time(t0.0 + 20_000), &seg(1), &mut out);
+        assert_eq!(acks(&out).iter().map(|a| a.ack).collect::<Vec<_>>(), vec![3]);
     }
 
     /// The segments of one skb (a super-packet forwarded whole) take one ACK
