@@ -45,6 +45,11 @@ Usage (root; tcpdump installed; perf too for ``--reads``)::
 
     python tools/kernel_host_timing.py --rate 400Mbps --rtt 10ms --offloads on --seconds 10
 
+Every capture loads the machine, and a loaded receiver reads later:
+``--captures receiver`` captures the first flow's receiver alone (its
+batches, holds and ACKs, what `hosts.read_wait` is fitted to) and skips
+the router's figures.
+
 Prints a JSON summary (percentiles in microseconds). The numbers and the
 command lines that produced them are recorded in docs/fidelity.md.
 """

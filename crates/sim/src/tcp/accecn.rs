@@ -8,9 +8,21 @@
 //! Negotiation is implied by the algorithm: one that needs AccECN (Prague,
 //! Linux's `TCP_CONG_NEEDS_ACCECN`) gets it on both ends whatever `tcp.ecn`
 //! says, as a Linux socket running it does; every other connection keeps RFC
-//! 3168 feedback (or none) and its ACKs carry ACE 0. The option (byte
-//! counters), the handshake's ECN echo and the receiver's change-triggered
-//! ACKs are not modelled.
+//! 3168 feedback (or none) and its ACKs carry ACE 0. The receiver acknowledges
+//! at once a segment whose ECN field differs from the last one's
+//! (change-triggered ACKs, `tcp/receiver.rs`). The option (byte counters) and
+//! the handshake's ECN echo are not modelled.
+
+/// A segment's IP ECN field as Linux reads it (`INET_ECN_MASK`): 0 not-ECT,
+/// 1 ECT(1), 2 ECT(0), 3 CE.
+pub fn ecn_field(d: &crate::packet::DataSegment) -> u8 {
+    match (d.ce, d.ect, d.ect1) {
+        (true, _, _) => 3,
+        (false, true, true) => 1,
+        (false, true, false) => 2,
+        (false, false, _) => 0,
+    }
+}
 
 /// The ACE field's initial value on the wire (`TCP_ACCECN_CEP_INIT_OFFSET`).
 pub const CEP_INIT_OFFSET: u32 = 5;

@@ -105,6 +105,8 @@ pub struct TcpReceiver {
     received_ce: u32,
     /// CE marks not yet reported by an ACK (Linux `received_ce_pending`, 4 bits).
     received_ce_pending: u8,
+    /// The ECN field of the last data segment (Linux `prev_ecnfield`).
+    prev_ecnfield: u8,
 
     /// Total segments of a finite transfer (for the tail segment's size).
     app_segments: Option<u32>,
@@ -193,6 +195,7 @@ impl TcpReceiver {
             accecn: false,
             received_ce: 0,
             received_ce_pending: 0,
+            prev_ecnfield: 0,
             app_segments,
             tail_payload,
             last_rx_seq: 0,
@@ -321,6 +324,16 @@ impl TcpReceiver {
                 self.ecn_seen = true;
             } else if self.ecn_seen {
                 self.enter_quickack_mode(2);
+            }
+            // Change-triggered ACKs: a segment whose ECN field differs from
+            // the last one's is acknowledged at once (Linux
+            // `tcp_ecn_received_counters`, ICSK_ACK_NOW on an `ecn_edge`), so
+            // the sender learns where marking starts and stops without
+            // waiting for the delayed ACK or the application's read.
+            let field = accecn::ecn_field(d);
+            if field != self.prev_ecnfield {
+                self.prev_ecnfield = field;
+                self.ack_now = true;
             }
         } else {
             // tcp_ecn_accept_cwr, then tcp_ecn_check_ce.
@@ -799,23 +812,26 @@ mod tests {
         r.ato = 10;
         r.lrcvtime = jiffies_at(Time::from_ms(99), 250);
         let mut out = vec![];
-        // Delayed ACKs (one per two segments) report the running count from 5;
-        // a CE mark neither forces an ACK nor sets ECE.
+        // ACKs report the running count from 5 and never set ECE; a segment
+        // whose ECN field differs from the last one's is acknowledged at once
+        // (change-triggered ACKs), the others as usual (every second one).
         let ce = |seq: u32| DataSegment { ce: true, ect: true, ect1: true, ..seg(seq) };
         let ect = |seq: u32| DataSegment { ect: true, ect1: true, ..seg(seq) };
-        for (i, d) in [ce(0), ect(1), ce(2), ce(3)].iter().enumerate() {
+        for (i, d) in [ect(0), ect(1), ce(2), ce(3), ect(4), ect(5)].iter().enumerate() {
             r.on_data(Time::from_ms(100 + i as u64), d, &mut out);
         }
         let a = acks(&out);
-        assert_eq!(a.iter().map(|a| (a.ack, a.ace, a.ece)).collect::<Vec<_>>(), vec![(2, 6, false), (4, 0, false)]);
+        let got: Vec<_> = a.iter().map(|a| (a.ack, a.ace, a.ece)).collect();
+        assert_eq!(got, vec![(1, accecn::ace(0), false), (3, accecn::ace(1), false), (5, accecn::ace(2), false)]);
         // A run of marks: every ACK reports the count so far.
         out.clear();
-        for i in 4..10 {
+        for i in 6..12 {
             r.on_data(Time::from_ms(110 + i as u64), &ce(i), &mut out);
         }
         let a = acks(&out);
-        assert_eq!(a.last().map(|a| (a.ack, a.ace)), Some((10, accecn::ace(9))));
-        assert_eq!(r.ce_marks, 9);
+        assert_eq!(a.iter().map(|a| a.ack).collect::<Vec<_>>(), vec![7, 9, 11]);
+        assert_eq!(a.last().map(|a| a.ace), Some(accecn::ace(7)));
+        assert_eq!(r.ce_marks, 8);
     }
 
     #[test]
