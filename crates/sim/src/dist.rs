@@ -311,6 +311,15 @@ fn check_empirical(values: &[f64], probabilities: &[f64]) -> Result<(), ConfigEr
 }
 
 /// The empirical distribution's value at cumulative probability `u` in [0, 1).
+impl Dist {
+    /// An `Empirical` distribution in nanoseconds from measured percentiles
+    /// in microseconds (`values_us[i]` at cumulative probability
+    /// `probabilities[i]`), as the engine's measured defaults are written.
+    pub fn empirical_us(values_us: &[f64], probabilities: &[f64]) -> Dist {
+        Dist::Empirical { values: values_us.iter().map(|us| us * 1_000.0).collect(), probabilities: probabilities.to_vec() }
+    }
+}
+
 fn empirical_at(u: f64, values: &[f64], probabilities: &[f64]) -> f64 {
     // The segment [p_i, p_i+1) holding u.
     let i = probabilities.partition_point(|&p| p <= u).clamp(1, probabilities.len() - 1) - 1;

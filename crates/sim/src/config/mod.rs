@@ -122,10 +122,7 @@ pub struct NetworkConfig {
 /// 97, 99, 99.9 and 100 (us). The whole loop in the same run: p50 87 us,
 /// p90 487, p99 1,567.
 pub fn return_noise_less_read() -> Option<Dist> {
-    Some(Dist::Empirical {
-        values: RETURN_LESS_READ_US.iter().map(|us| us * 1_000.0).collect(),
-        probabilities: RETURN_LESS_READ_PROBABILITIES.to_vec(),
-    })
+    Some(Dist::empirical_us(&RETURN_LESS_READ_US, &RETURN_LESS_READ_PROBABILITIES))
 }
 
 const RETURN_LESS_READ_US: [f64; 11] = [0.0, 32.9, 44.7, 61.5, 92.4, 264.4, 554.2, 746.1, 906.1, 1970.7, 3371.8];

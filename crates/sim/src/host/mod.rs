@@ -108,10 +108,7 @@ fn default_rx_hold() -> Dist {
 /// the reads has a median of 47 us and waits of 26-28 ms that the lighter
 /// measurement never shows).
 fn default_read_wait() -> Dist {
-    Dist::Empirical {
-        values: READ_WAIT_US.iter().map(|us| us * 1_000.0).collect(),
-        probabilities: READ_WAIT_PROBABILITIES.to_vec(),
-    }
+    Dist::empirical_us(&READ_WAIT_US, &READ_WAIT_PROBABILITIES)
 }
 
 const READ_WAIT_US: [f64; 13] = [2.2, 15.8, 22.1, 28.4, 41.6, 69.3, 137.6, 272.9, 932.5, 2501.9, 2903.0, 6691.6, 7874.4];

@@ -274,6 +274,7 @@ impl Simulation {
         let rtts = cfg.flow_rtts();
         let mut flows = Vec::new();
         let mut routes: Vec<[Route; 2]> = Vec::new();
+        let return_noise = return_noise(&cfg);
         for (i, f) in cfg.flows.iter().enumerate() {
             let id = i as u32;
             let start = starts[i];
@@ -282,7 +283,7 @@ impl Simulation {
             let data_delay = half + f.data_delay;
             let jitter = f.jitter.clone().map(|j| (j, Rng::stream(seed, &format!("jitter-{i}"))));
             let fwd = topo.data_route(f.direction, data_delay, jitter, Hop::Receiver);
-            let noise = return_noise(&cfg).map(|d| (d, Rng::stream(seed, &format!("delay-noise-{i}"))));
+            let noise = return_noise.clone().map(|d| (d, Rng::stream(seed, &format!("delay-noise-{i}"))));
             // One stream for every flow: each leg draws the same stalls.
             let stalls = cfg.network.return_stalls.as_ref().map(|c| Stalls::new(c, Rng::stream(seed, "return-stalls")));
             let rev = topo.ack_route(f.direction, ack_delay, noise, stalls);

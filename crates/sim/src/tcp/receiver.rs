@@ -378,9 +378,7 @@ impl TcpReceiver {
             self.enter_quickack_mode(MAX_QUICKACKS);
             self.ack_scheduled = true;
         } else if seq == self.rcv_nxt {
-            if self.read_wait.is_some() {
-                self.data_readable(now, seq);
-            }
+            self.data_readable(now, seq);
             self.rcv_nxt += 1;
             self.bytes_delivered += self.payload(seq);
             self.event_data_recv(now);
@@ -609,10 +607,14 @@ impl TcpReceiver {
     /// In-order segment `seq` (and whatever it joins up with) has become
     /// readable: the application, if it is not already due to read, wakes
     /// up and reads after its wait.
+    #[inline]
     fn data_readable(&mut self, now: Time, seq: u32) {
-        self.pushed |= self.payload(seq) < self.mss as u64;
         let Some((wait, rng)) = &mut self.read_wait else { return };
         self.unread = true;
+        self.pushed |= match self.app_segments {
+            Some(n) if seq + 1 == n => self.tail_payload < self.mss,
+            _ => false,
+        };
         if self.read_due.is_none() {
             let ns = wait.sample(rng).max(0.0).round() as u64;
             self.read_due = Some(Time(now.0 + ns));
