@@ -142,14 +142,8 @@ pub struct AckSegment {
     /// counter of CE-marked packets received, starting at 5); 0 on the ACKs of
     /// connections without AccECN.
     pub ace: u8,
-    /// The newest data segment that arrived before this ACK and its arrival time
-    /// at the receiver: a high-precision receive timestamp that rate-probing
-    /// algorithms (RAPID) use; ordinary TCP ignores it. Only the low 32 bits of
-    /// the nanosecond clock travel (like a TCP timestamp option, it wraps, every
-    /// 4.3 s); the sender restores the full time with `rx_time`. This keeps a
-    /// packet within one 64-byte cache line.
-    pub rx_seq: u32,
-    pub rx_ns_low: u32,
+    /// What else the ACK carries, by what its connection uses (`AckExt`).
+    pub ext: AckExt,
 }
 
 impl AckSegment {
@@ -158,14 +152,71 @@ impl AckSegment {
         rx_ns as u32
     }
 
+    /// The newest data segment the receiver had when it sent this ACK (0
+    /// when the ACK carries no receive stamp).
+    pub fn rx_seq(&self) -> u32 {
+        match self.ext {
+            AckExt::RxStamp { seq, .. } => seq.get(),
+            _ => 0,
+        }
+    }
+
     /// The full receive time, given that the ACK arrives at `now_ns`, less than
-    /// 4.3 s after the data it reports on (0 stays 0: no data yet).
+    /// 4.3 s after the data it reports on (0 stays 0: no data yet, or no
+    /// receive stamp on this ACK).
     pub fn rx_time(&self, now_ns: u64) -> u64 {
-        if self.rx_ns_low == 0 && self.rx_seq == 0 {
+        let AckExt::RxStamp { seq, ns_low } = self.ext else { return 0 };
+        let (seq, ns_low) = (seq.get(), ns_low.get());
+        if ns_low == 0 && seq == 0 {
             return 0;
         }
-        now_ns.wrapping_sub((now_ns as u32).wrapping_sub(self.rx_ns_low) as u64)
+        now_ns.wrapping_sub((now_ns as u32).wrapping_sub(ns_low) as u64)
     }
+
+    /// Option bytes on the wire beyond the timestamps: SACK and AccECN.
+    pub fn option_bytes(&self) -> u32 {
+        let accecn = match self.ext {
+            AckExt::AccEcn { fields, .. } => crate::tcp::accecn::option_bytes(fields, self.sack.n),
+            _ => 0,
+        };
+        self.sack.wire_bytes() + accecn
+    }
+}
+
+/// A u32 kept as two halves, so that `AckExt` needs only 2-byte alignment and
+/// a packet stays within one 64-byte cache line.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Split32([u16; 2]);
+
+impl Split32 {
+    pub const fn new(v: u32) -> Split32 {
+        Split32([v as u16, (v >> 16) as u16])
+    }
+    pub const fn get(self) -> u32 {
+        self.0[0] as u32 | (self.0[1] as u32) << 16
+    }
+}
+
+/// The part of an ACK whose meaning depends on what the connection uses. A
+/// Linux ACK may carry all of these; a simulated one carries the one its
+/// connection reads, which keeps every packet within one cache line.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum AckExt {
+    #[default]
+    None,
+    /// The newest data segment that arrived before this ACK and its arrival
+    /// time at the receiver: a high-precision receive timestamp that
+    /// rate-probing algorithms (RAPID) and TCP-LP's one-way delay read;
+    /// ordinary TCP ignores it. Only the low 32 bits of the nanosecond clock
+    /// travel (like a TCP timestamp option, it wraps, every 4.3 s); the
+    /// sender restores the full time with `AckSegment::rx_time`.
+    RxStamp { seq: Split32, ns_low: Split32 },
+    /// The AccECN option (RFC 9768 section 3.2.3) as Linux writes it: order
+    /// 1 (ECT(1) bytes, CE bytes, ECT(0) bytes), the first `fields` of the
+    /// receiver's 24-bit byte counters (`tcp::accecn`). The ECT(0) counter is
+    /// not carried: the only AccECN sender here (Prague) sends ECT(1), so it
+    /// never moves.
+    AccEcn { fields: u8, e1b: Split32, ceb: Split32 },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -212,7 +263,7 @@ impl Packet {
     pub fn ack(flow: u32, ack: AckSegment) -> Packet {
         Packet {
             flow,
-            wire_bytes: ACK_BYTES + ack.sack.wire_bytes(),
+            wire_bytes: ACK_BYTES + ack.option_bytes(),
             reverse: true,
             hop: 0,
             epoch: 0,
@@ -329,8 +380,9 @@ mod tests {
     #[test]
     fn receive_times_survive_the_32_bit_stamp() {
         for &(rx, now) in &[(1_000u64, 2_000u64), (5_000_000_000, 5_000_000_001), ((1 << 32) - 5, (1 << 32) + 100), (9_999_999_999, 13_000_000_000)] {
-            let a = AckSegment { ack: 0, wnd_end: 0, tsecr: 0, sack: SackBlocks::default(), ece: false, ace: 0, rx_seq: 1, rx_ns_low: AckSegment::stamp(rx) };
+            let a = AckSegment { ack: 0, wnd_end: 0, tsecr: 0, sack: SackBlocks::default(), ece: false, ace: 0, ext: AckExt::RxStamp { seq: Split32::new(1), ns_low: Split32::new(AckSegment::stamp(rx)) } };
             assert_eq!(a.rx_time(now), rx);
+            assert_eq!(a.rx_seq(), 1);
         }
     }
 
@@ -345,6 +397,19 @@ mod tests {
         assert_eq!(s.wire_bytes(), 28);
         assert!(!s.push(SeqRange::new(7, 8)));
         assert!(std::mem::size_of::<Packet>() <= 64, "{}", std::mem::size_of::<Packet>());
+        assert_eq!(Split32::new(0xdead_beef).get(), 0xdead_beef);
+    }
+
+    #[test]
+    fn an_accecn_ack_counts_its_option_on_the_wire() {
+        let mut a = AckSegment { ack: 0, wnd_end: 0, tsecr: 0, sack: SackBlocks::default(), ece: false, ace: 5, ext: AckExt::AccEcn { fields: 3, e1b: Split32::new(7), ceb: Split32::new(0) } };
+        assert_eq!(Packet::ack(0, a).wire_bytes, ACK_BYTES + 12);
+        a.sack.push(SeqRange::new(3, 4));
+        a.sack.push(SeqRange::new(5, 6));
+        a.ext = AckExt::AccEcn { fields: 2, e1b: Split32::new(7), ceb: Split32::new(0) };
+        assert_eq!(Packet::ack(0, a).wire_bytes, ACK_BYTES + 20 + 8);
+        // No receive stamp on an AccECN ACK.
+        assert_eq!((a.rx_seq(), a.rx_time(99)), (0, 0));
     }
 
     #[test]

@@ -356,7 +356,7 @@ fn aqm_runs_are_deterministic_per_seed() {
 /// are Not-ECT; an ECE enters CWR once per window.
 #[test]
 fn ecn_sender_sets_ect_on_new_data_only_and_reduces_on_ece() {
-    use ccarena_sim::packet::{AckSegment, Packet, Payload, SackBlocks, SeqRange};
+    use ccarena_sim::packet::{AckExt, AckSegment, Packet, Payload, SackBlocks, SeqRange};
     use ccarena_sim::tcp::sender::TcpSender;
     use ccarena_sim::tcp::TcpConfig;
     use ccarena_sim::units::Time;
@@ -381,7 +381,7 @@ fn ecn_sender_sets_ect_on_new_data_only_and_reduces_on_ece() {
         for &b in sack {
             blocks.push(b);
         }
-        Packet::ack(0, AckSegment { ack, wnd_end: ack + 10_000, tsecr: 11, sack: blocks, ece, ace: 0, rx_seq: 0, rx_ns_low: 0 })
+        Packet::ack(0, AckSegment { ack, wnd_end: ack + 10_000, tsecr: 11, sack: blocks, ece, ace: 0, ext: AckExt::None })
     };
     // An ECE on the ACK of segment 0: cwnd reduction (CWR), and the next new
     // segment carries CWR, only that one.

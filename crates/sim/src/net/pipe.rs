@@ -183,10 +183,10 @@ impl Pipe {
 mod tests {
     use super::*;
     use crate::dist::Dist;
-    use crate::packet::{AckSegment, SackBlocks};
+    use crate::packet::{AckExt, AckSegment, SackBlocks};
 
     fn ack(n: u32) -> Packet {
-        Packet::ack(0, AckSegment { ack: n, wnd_end: 0, tsecr: 0, sack: SackBlocks::default(), ece: false, ace: 0, rx_seq: 0, rx_ns_low: 0 })
+        Packet::ack(0, AckSegment { ack: n, wnd_end: 0, tsecr: 0, sack: SackBlocks::default(), ece: false, ace: 0, ext: AckExt::None })
     }
 
     #[test]

@@ -31,7 +31,7 @@ use super::ts_clock;
 use crate::dist::{Dist, Sampler};
 use crate::event::TimerKind;
 use crate::rng::Rng;
-use crate::packet::{AckSegment, DataSegment, Packet, Payload, SackBlocks, SeqRange, MAX_SACK_BLOCKS, SYN_BYTES};
+use crate::packet::{AckExt, AckSegment, DataSegment, Packet, Payload, SackBlocks, SeqRange, Split32, MAX_SACK_BLOCKS, SYN_BYTES};
 use crate::units::{jiffies_at, time_of_jiffy, usecs_to_jiffies, Time, NS_PER_MS, NS_PER_SEC};
 
 /// Linux TCP_PAWS_WINDOW: timestamp ticks a segment may lag TS.Recent.
@@ -107,6 +107,12 @@ pub struct TcpReceiver {
     received_ce_pending: u8,
     /// The ECN field of the last data segment (Linux `prev_ecnfield`).
     prev_ecnfield: u8,
+    /// Payload bytes received per ECN codepoint, which the AccECN option
+    /// reports (Linux `received_ecn_bytes`), and the option fields the next
+    /// ACK must carry to report what arrived since the last option
+    /// (`accecn_minlen`).
+    received_ecn_bytes: accecn::EcnBytes,
+    accecn_minlen: u8,
 
     /// Total segments of a finite transfer (for the tail segment's size).
     app_segments: Option<u32>,
@@ -196,6 +202,8 @@ impl TcpReceiver {
             received_ce: 0,
             received_ce_pending: 0,
             prev_ecnfield: 0,
+            received_ecn_bytes: [0; 3],
+            accecn_minlen: 0,
             app_segments,
             tail_payload,
             last_rx_seq: 0,
@@ -334,6 +342,11 @@ impl TcpReceiver {
             if field != self.prev_ecnfield {
                 self.prev_ecnfield = field;
                 self.ack_now = true;
+            }
+            if field != 0 && d.payload > 0 {
+                let i = field as usize - 1;
+                self.received_ecn_bytes[i] = self.received_ecn_bytes[i].wrapping_add(d.payload);
+                self.accecn_minlen = self.accecn_minlen.max(accecn::fields_needed(field));
             }
         } else {
             // tcp_ecn_accept_cwr, then tcp_ecn_check_ce.
@@ -727,6 +740,27 @@ impl TcpReceiver {
         self.send_ack_of(now, self.rcv_nxt, out);
     }
 
+    /// The receive stamp rate-probing senders read (`AckExt::RxStamp`).
+    fn rx_stamp(&self) -> AckExt {
+        AckExt::RxStamp { seq: Split32::new(self.last_rx_seq), ns_low: Split32::new(AckSegment::stamp(self.last_rx_ns)) }
+    }
+
+    /// The AccECN option as Linux's `tcp_established_options` adds it to
+    /// every ACK (`tcp_ecn_option` 2): as many counters as fit beside the
+    /// SACK blocks, at least those that moved since the last option, for
+    /// which the third SACK block gives way; none when even that fails.
+    fn accecn_option(&mut self, sack: &mut SackBlocks) -> AckExt {
+        let Some((fields, drop_block)) = accecn::fit_option(self.accecn_minlen, sack.n) else {
+            return AckExt::None;
+        };
+        if drop_block {
+            sack.n -= 1;
+        }
+        self.accecn_minlen = 0;
+        let [e1b, _, ceb] = self.received_ecn_bytes;
+        AckExt::AccEcn { fields, e1b: Split32::new(e1b), ceb: Split32::new(ceb) }
+    }
+
     /// Linux `__tcp_send_ack(sk, rcv_nxt)`: an ACK of `ack_seq`. One below the
     /// current rcv_nxt (DCTCP's ACK of the data before a CE change) leaves the
     /// delayed-ACK state alone (`tcp_event_ack_sent`).
@@ -745,6 +779,7 @@ impl TcpReceiver {
                 sack.push(self.sacks[i]);
             }
         }
+        let ext = if self.accecn { self.accecn_option(&mut sack) } else { self.rx_stamp() };
         let ack = AckSegment {
             ack: ack_seq,
             wnd_end: self.wnd_end,
@@ -752,8 +787,7 @@ impl TcpReceiver {
             sack,
             ece: self.demand_cwr && !self.accecn,
             ace: if self.accecn { accecn::ace(self.received_ce) } else { 0 },
-            rx_seq: self.last_rx_seq,
-            rx_ns_low: AckSegment::stamp(self.last_rx_ns),
+            ext,
         };
         out.push(Packet::ack(self.flow, ack));
         self.acks_sent += 1;
@@ -834,6 +868,40 @@ mod tests {
         assert_eq!(a.iter().map(|a| a.ack).collect::<Vec<_>>(), vec![7, 9, 11]);
         assert_eq!(a.last().map(|a| a.ace), Some(accecn::ace(7)));
         assert_eq!(r.ce_marks, 8);
+    }
+
+    #[test]
+    fn accecn_acks_carry_the_option_with_the_bytes_received_per_codepoint() {
+        let mut r = established();
+        r.set_accecn();
+        r.quick = 0;
+        r.ato = 10;
+        r.lrcvtime = jiffies_at(Time::from_ms(99), 250);
+        let mut out = vec![];
+        let ce = |seq: u32| DataSegment { ce: true, ect: true, ect1: true, ..seg(seq) };
+        let ect = |seq: u32| DataSegment { ect: true, ect1: true, ..seg(seq) };
+        for (i, d) in [ect(0), ect(1), ce(2), ect(3)].iter().enumerate() {
+            r.on_data(Time::from_ms(100 + i as u64), d, &mut out);
+        }
+        let p = seg(0).payload;
+        let option = |a: &AckSegment| match a.ext {
+            AckExt::AccEcn { fields, e1b, ceb } => (fields, e1b.get(), ceb.get()),
+            other => panic!("{other:?}"),
+        };
+        // All three counters fit beside the timestamps (each ACK here is a
+        // change-triggered one).
+        let got: Vec<_> = acks(&out).iter().map(option).collect();
+        assert_eq!(got, vec![(3, p, 0), (3, 2 * p, p), (3, 3 * p, p)]);
+        // Three SACK blocks: an ACK that must report new bytes gives up the
+        // third block for two counters (ECT(1) and CE bytes).
+        out.clear();
+        for (i, seq) in [5u32, 7, 9].iter().enumerate() {
+            r.on_data(Time::from_ms(110 + i as u64), &ect(*seq), &mut out);
+        }
+        let last = *acks(&out).last().unwrap();
+        assert_eq!(last.sack.n, 2);
+        assert_eq!(option(&last), (2, 6 * p, p));
+        assert_eq!(Packet::ack(0, last).wire_bytes, crate::packet::ACK_BYTES + 20 + 8);
     }
 
     #[test]

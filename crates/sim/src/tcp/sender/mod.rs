@@ -24,7 +24,7 @@
 //! proportional to the segments the ACK newly acknowledges or SACKs, never to
 //! the window.
 
-use super::accecn::AccEcnSender;
+use super::accecn::{AccEcnSender, AckFeedback};
 use super::config::TcpConfig;
 use super::rtt::{initial_rto_jiffies, RttEstimator};
 use crate::packet::{seq_after, seq_before};
@@ -38,7 +38,7 @@ use crate::cc::{
 use crate::event::TimerKind;
 use crate::host::tso::WriteQueue;
 use crate::host::tsq::SmallQueues;
-use crate::packet::{AckSegment, Packet, Payload, SeqRange, SYN_BYTES};
+use crate::packet::{AckExt, AckSegment, Packet, Payload, SeqRange, SYN_BYTES};
 use crate::records::FlowCounters;
 use crate::units::{jiffies_at, jiffies_to_usecs, Dur, Time};
 
@@ -613,7 +613,7 @@ impl TcpSender {
 
         self.rcv_tsecr = a.tsecr;
         let arrival =
-            AckArrival { ack, rx_seq: a.rx_seq, rx_ns: a.rx_time(self.sock.now.0), now_ns: self.sock.now.0, tsecr: a.tsecr };
+            AckArrival { ack, rx_seq: a.rx_seq(), rx_ns: a.rx_time(self.sock.now.0), now_ns: self.sock.now.0, tsecr: a.tsecr };
         self.cc.ack_arrival(&mut self.sock, &arrival);
 
         if seq_before(ack, prior_snd_una) {
@@ -684,8 +684,19 @@ impl TcpSender {
         if self.accecn {
             // tcp_accecn_process: the newly CE-marked packets among those delivered.
             let delivered = self.sock.delivered - prior_delivered;
-            let progress = flag & FLAG_FORWARD_PROGRESS != 0;
-            let delta = self.accecn_rx.process(a.ace, self.sock.delivered_ce, delivered, progress);
+            let feedback = AckFeedback {
+                ace: a.ace,
+                option: match a.ext {
+                    AckExt::AccEcn { fields, e1b, ceb } => Some((fields, e1b.get(), ceb.get())),
+                    _ => None,
+                },
+                delivered_pkts: delivered,
+                // Every segment but a finite transfer's last carries one MSS.
+                delivered_bytes: delivered.saturating_mul(self.sock.mss),
+                progress: flag & FLAG_FORWARD_PROGRESS != 0,
+            };
+            let sack_or_open = self.is_sack() || matches!(self.sock.ca_state, CaState::Open | CaState::Cwr);
+            let delta = self.accecn_rx.process(&feedback, self.sock.delivered_ce, self.sock.mss, sack_or_open);
             if delta > 0 {
                 self.sock.delivered_ce = self.sock.delivered_ce.wrapping_add(delta);
                 flag |= FLAG_ECE;

@@ -28,7 +28,7 @@
 use super::{TcpSender, XmitTimer};
 use crate::cc::{make_cca, CaState, CongestionControl};
 use crate::event::TimerKind;
-use crate::packet::{AckSegment, Packet, Payload, SackBlocks, SeqRange};
+use crate::packet::{AckExt, AckSegment, Packet, Payload, SackBlocks, SeqRange};
 use crate::tcp::{ts_clock, TcpConfig};
 use crate::units::{Time, NS_PER_MS};
 
@@ -262,7 +262,7 @@ impl Harness {
         }
         sack.dsack = a.dsack.is_some();
         let wnd_end = a.una + self.s.snd_wnd;
-        let seg = AckSegment { ack: a.una, wnd_end, tsecr, sack, ece: a.ece, ace: 0, rx_seq: 0, rx_ns_low: 0 };
+        let seg = AckSegment { ack: a.una, wnd_end, tsecr, sack, ece: a.ece, ace: 0, ext: AckExt::None };
         let now = self.now;
         self.s.on_packet(now, &Packet::ack(0, seg), &mut self.out);
         self.collect();
