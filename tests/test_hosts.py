@@ -34,25 +34,31 @@ def test_defaults_are_a_stock_linux_host():
 
 def test_super_packets_and_stretch_acks_are_recorded():
     offload = ccarena.run(doc()).flows.iloc[0]
-    clockwork = ccarena.run(doc({"tso": False})).flows.iloc[0]
+    clockwork = ccarena.run(doc({"tso": False, "app_reads": False})).flows.iloc[0]
     assert clockwork.skbs_sent == clockwork.segments_sent
     # tcp_tso_autosize: about 10 segments at 100 Mbit/s.
     assert 4 < offload.segments_sent / offload.skbs_sent <= 12
+    # Data read as it arrives: an ACK every second segment.
     assert 0.4 < clockwork.acks_sent / clockwork.segments_sent < 0.6
     batched = ccarena.run(doc({"rx_batching": True, "rx_hold": "1ms"})).flows.iloc[0]
     assert batched.acks_sent / batched.segments_sent < 0.25
 
 
 def test_receivers_acknowledge_at_the_applications_reads():
-    # Without offloads a receiver acknowledges every second segment; with the
-    # application's reads modelled, one read (and ACK) takes every segment
-    # that became readable during its wait: stretch ACKs, as on the kernel.
+    # Without offloads a receiver that reads data as it arrives acknowledges
+    # every second segment; with the application's reads modelled (the
+    # default), one read (and ACK) takes every segment that became readable
+    # during its wait: stretch ACKs, as on the kernel.
     off = {"tso": False}
-    every_second = ccarena.run(doc(off)).flows.iloc[0]
-    assert Scenario.from_dict(doc({**off, "app_reads": True})).engine["hosts"] == {"tso": False, "app_reads": True}
-    reads = ccarena.run(doc({**off, "app_reads": True, "read_wait": "300us"})).flows.iloc[0]
+    at_arrival = {**off, "app_reads": False}
+    every_second = ccarena.run(doc(at_arrival)).flows.iloc[0]
+    assert Scenario.from_dict(doc(at_arrival)).engine["hosts"] == {"tso": False, "app_reads": False}
+    reads = ccarena.run(doc({**off, "read_wait": "300us"})).flows.iloc[0]
     per_seg = lambda f: f.acks_sent / f.segments_sent  # noqa: E731
     assert 0.45 < per_seg(every_second) < 0.55
+    # The measured wait (the default) at 100 Mbit/s: about as many ACKs per
+    # segment as the kernel sends without offloads at 400 Mbit/s (0.34-0.39).
+    assert 0.3 < per_seg(ccarena.run(doc(off)).flows.iloc[0]) < 0.45
     # 100 Mbit/s: a segment each 120 us, so a 300 us wait gathers about 3.5.
     assert 0.2 < per_seg(reads) < 0.35, per_seg(reads)
     assert reads.throughput_mbps > 0.9 * every_second.throughput_mbps
@@ -109,7 +115,8 @@ def test_access_rate_and_line_rate_are_one_setting():
 
 def test_a_linux_router_forwards_super_packets_whole():
     # Two flows at 400 Mbit/s: skbs of ~18 segments fit the 50 kB bucket.
-    d = doc(rate="400Mbps")
+    # Data read as it arrives, so that the ACKs show how the skbs arrived.
+    d = doc({"app_reads": False}, rate="400Mbps")
     d["network"]["buffer"] = "500kB"
     d["flows"] = [{"cca": "cubic", "rtt": "20ms", "count": 2}]
     linux = ccarena.run(d).flows
@@ -201,9 +208,8 @@ def test_router_stalls_default_to_the_measured_ones_and_can_be_turned_off():
     d["network"]["router_stalls"] = "none"
     off = ccarena.run(d)
     assert on.flows.throughput_mbps.tolist() != off.flows.throughput_mbps.tolist()
-    # Flows that reduce together leave the queue empty more often, as on the
-    # kernel, which loses a few per cent more than the simulator here.
-    assert 0.9 * off.flows.throughput_mbps.sum() < on.flows.throughput_mbps.sum() <= off.flows.throughput_mbps.sum()
+    # They move which flow loses, not how much the pair carries.
+    assert 0.9 * off.flows.throughput_mbps.sum() < on.flows.throughput_mbps.sum() < 1.1 * off.flows.throughput_mbps.sum()
     assert ccarena.run({**d, "network": {**d["network"], "router_stalls": measured}}).flows.throughput_mbps.tolist() == \
         on.flows.throughput_mbps.tolist()
 

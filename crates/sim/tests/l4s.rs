@@ -39,6 +39,11 @@ fn utilisation(r: &RunResult, rate_mbps: u64) -> f64 {
 
 #[test]
 fn one_prague_flow_fills_the_link_with_a_millisecond_queue_and_no_loss() {
+    // The receivers acknowledge at their reads, so ACKs now and then cover
+    // many packets. The ACE field alone cannot say whether such an ACK's
+    // 3-bit count wrapped, and Linux assumes it did unless the AccECN
+    // option's CE byte count says no marks arrived: without the option,
+    // phantom marks kept this flow at 0.46 of the link.
     let r = run(l4s_scenario(100, &["prague"], 20, 30));
     let (l, c) = (class(&r, "l"), class(&r, "c"));
     let u = utilisation(&r, 100);
@@ -53,21 +58,6 @@ fn one_prague_flow_fills_the_link_with_a_millisecond_queue_and_no_loss() {
 }
 
 #[test]
-fn prague_behind_a_receiver_that_acknowledges_at_its_reads_still_fills_the_link() {
-    // Reads make ACKs that cover many packets now and then. The ACE field
-    // alone cannot say whether such an ACK's 3-bit count wrapped, and Linux
-    // assumes it did unless the AccECN option's CE byte count says no marks
-    // arrived: without the option, phantom marks halve the window (0.46).
-    let mut cfg = l4s_scenario(100, &["prague"], 20, 30);
-    cfg.hosts.app_reads = true;
-    let r = run(cfg);
-    let u = utilisation(&r, 100);
-    eprintln!("prague with reads: util {u:.3}, L queue mean {:.2} ms", mean_ms(class(&r, "l")));
-    assert!(u > 0.9, "utilisation {u:.3}");
-    assert_eq!(r.link.drops_queue + r.link.drops_aqm, 0);
-}
-
-#[test]
 fn l4s_and_classic_flows_side_by_side_keep_the_l_queue_short() {
     let r = run(l4s_scenario(100, &["prague", "cubic"], 20, 40));
     let (l, c) = (class(&r, "l"), class(&r, "c"));
@@ -76,9 +66,13 @@ fn l4s_and_classic_flows_side_by_side_keep_the_l_queue_short() {
     assert!(mean_ms(l) < 1.0, "L queue mean {:.2} ms", mean_ms(l));
     assert!((8.0..=20.0).contains(&mean_ms(c)), "C queue mean {:.2} ms", mean_ms(c));
     assert!(utilisation(&r, 100) > 0.95);
-    // Neither class starves; the L4S flow loses nothing.
+    // Neither class starves; past the joint slow start (where CUBIC's
+    // overshoot can push DualPI2 into overload, which drops L packets too)
+    // the L4S flow loses nothing.
     assert!(g.iter().all(|&x| x > 10.0), "{g:?}");
-    assert_eq!(r.flows[0].counters.retransmissions, 0);
+    let s = &r.flow_series[0];
+    let at_warmup = s.t_ns.iter().position(|&t| t >= r.warmup_ns).expect("samples past the warm-up");
+    assert_eq!(s.retransmissions.last(), s.retransmissions.get(at_warmup));
 }
 
 #[test]

@@ -45,11 +45,10 @@ pub struct HostConfig {
     /// the application reads it, after a wait drawn from `read_wait`, as a
     /// Linux receiver whose window has grown does (`__tcp_ack_snd_check`
     /// leaves the ACK to `tcp_cleanup_rbuf`), while out-of-order data and
-    /// filled holes are acknowledged at once. Off by default for now: it
-    /// agrees with more of the stored kernel runs, but with the measured
-    /// wait's tail a TCP Prague flow over DualPI2 keeps half the link
-    /// (docs/fidelity.md). Off: data is read the instant it arrives.
-    #[serde(default)]
+    /// filled holes are acknowledged at once (docs/fidelity.md: it agrees
+    /// with more of the kernel runs). Off: data is read the instant it
+    /// arrives.
+    #[serde(default = "yes")]
     pub app_reads: bool,
     /// How long the receiving application takes to read data from the
     /// moment it becomes readable, in nanoseconds (default: iperf3's, as
@@ -120,7 +119,7 @@ impl Default for HostConfig {
             tso: true,
             rx_batching: false,
             rx_hold: default_rx_hold(),
-            app_reads: false,
+            app_reads: true,
             read_wait: default_read_wait(),
             line_rate: None,
             tsq: true,
