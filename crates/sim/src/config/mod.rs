@@ -82,8 +82,8 @@ pub struct NetworkConfig {
     /// the CPUs' scheduling. That noise decides which flow a full drop-tail
     /// queue turns away, and without it flows of equal RTT lock into
     /// unequal shares (docs/fidelity.md). Default: the linux backend's, as
-    /// measured end to end, or with `hosts.app_reads`, which draws the
-    /// receiving application's wait for its read, the same less that wait
+    /// measured end to end, less the receiving application's wait for its
+    /// read while `hosts.app_reads` (on by default) draws that wait
     /// (`return_noise_less_read`); None: exact delays.
     #[serde(default = "default_delay_noise")]
     pub delay_noise: Option<Dist>,
