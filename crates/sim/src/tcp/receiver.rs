@@ -840,20 +840,31 @@ mod tests {
             .collect()
     }
 
-    #[test]
-    fn accecn_acks_carry_the_count_of_ce_marks() {
+    /// An established AccECN receiver past its quick ACKs, and its segments:
+    /// ECT(1) (`ect1`), or CE-marked.
+    fn accecn_receiver() -> TcpReceiver {
         let mut r = established();
         r.set_accecn();
         r.quick = 0;
         r.ato = 10;
         r.lrcvtime = jiffies_at(Time::from_ms(99), 250);
+        r
+    }
+    fn ect1(seq: u32) -> DataSegment {
+        DataSegment { ect: true, ect1: true, ..seg(seq) }
+    }
+    fn ce(seq: u32) -> DataSegment {
+        DataSegment { ce: true, ..ect1(seq) }
+    }
+
+    #[test]
+    fn accecn_acks_carry_the_count_of_ce_marks() {
+        let mut r = accecn_receiver();
         let mut out = vec![];
         // ACKs report the running count from 5 and never set ECE; a segment
         // whose ECN field differs from the last one's is acknowledged at once
         // (change-triggered ACKs), the others as usual (every second one).
-        let ce = |seq: u32| DataSegment { ce: true, ect: true, ect1: true, ..seg(seq) };
-        let ect = |seq: u32| DataSegment { ect: true, ect1: true, ..seg(seq) };
-        for (i, d) in [ect(0), ect(1), ce(2), ce(3), ect(4), ect(5)].iter().enumerate() {
+        for (i, d) in [ect1(0), ect1(1), ce(2), ce(3), ect1(4), ect1(5)].iter().enumerate() {
             r.on_data(Time::from_ms(100 + i as u64), d, &mut out);
         }
         let a = acks(&out);
@@ -872,15 +883,9 @@ mod tests {
 
     #[test]
     fn accecn_acks_carry_the_option_with_the_bytes_received_per_codepoint() {
-        let mut r = established();
-        r.set_accecn();
-        r.quick = 0;
-        r.ato = 10;
-        r.lrcvtime = jiffies_at(Time::from_ms(99), 250);
+        let mut r = accecn_receiver();
         let mut out = vec![];
-        let ce = |seq: u32| DataSegment { ce: true, ect: true, ect1: true, ..seg(seq) };
-        let ect = |seq: u32| DataSegment { ect: true, ect1: true, ..seg(seq) };
-        for (i, d) in [ect(0), ect(1), ce(2), ect(3)].iter().enumerate() {
+        for (i, d) in [ect1(0), ect1(1), ce(2), ect1(3)].iter().enumerate() {
             r.on_data(Time::from_ms(100 + i as u64), d, &mut out);
         }
         let p = seg(0).payload;
@@ -896,7 +901,7 @@ mod tests {
         // third block for two counters (ECT(1) and CE bytes).
         out.clear();
         for (i, seq) in [5u32, 7, 9].iter().enumerate() {
-            r.on_data(Time::from_ms(110 + i as u64), &ect(*seq), &mut out);
+            r.on_data(Time::from_ms(110 + i as u64), &ect1(*seq), &mut out);
         }
         let last = *acks(&out).last().unwrap();
         assert_eq!(last.sack.n, 2);
