@@ -165,3 +165,19 @@ def test_router_stalls_finds_tbf_holding_a_waiting_packet_and_counts_what_overfl
     # Without the stall, nothing is found.
     write_pcap(tmp_path / "btl.pcap", [(t - (1_000_000 if i >= 600 else 0), d) for i, (t, d) in enumerate(btl)])
     assert kht.router_stalls(tmp_path / "btl.pcap", [tmp_path / "s0.pcap", tmp_path / "s1.pcap"], rate)["duration_us"] == {"n": 0}
+
+
+def test_socket_stats_read_ss_and_say_when_the_window_cap_leaves_room():
+    # Two sockets as `ss -tmiHn` prints them (line, then details); the one
+    # with the larger rcv_space is the data connection.
+    text = ("0      0      198.19.0.2:5201 198.18.0.2:40000\n"
+            "\t skmem:(r0,rb131072,t0,tb87040,f0,w0,o0,bl0,d0) cubic rcv_space:14480 rcv_ssthresh:64088\n"
+            "4344   0      198.19.0.2:5201 198.18.0.2:40002\n"
+            "\t skmem:(r9216,rb6291456,t0,tb87040,f0,w0,o0,bl0,d0) cubic rcv_rtt:20 rcv_space:2000000 rcv_ssthresh:1000000\n")
+    samples = kht.parse_ss(text)
+    assert samples[1] == {"rcv_ssthresh": 1_000_000, "rcv_space": 2_000_000, "rmem_alloc": 9216, "rcvbuf": 6_291_456, "recv_q": 4344}
+    # 1,000,000 < (6,291,456 - 9,216) / 2: the cap sits below the free half;
+    # a cap at 3.2 MB does not.
+    summary = kht.socket_summary([samples[1], {**samples[1], "rcv_ssthresh": 3_200_000}])
+    assert summary["samples"] == 2 and summary["share_capped_below_free_half_buffer"] == 0.5
+    assert summary["rcv_ssthresh"]["p10"] < summary["rcv_ssthresh"]["p99"]

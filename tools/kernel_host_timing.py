@@ -37,6 +37,14 @@ reports what the host model of the simulator is built from:
   sender's next skb reaches the router (`loop`), the data that the
   simulator's `network.delay_noise` is fitted to.
 
+* with `--socket-stats`, the first flow's receiving socket as `ss -tmi`
+  reports it every 20 ms after the warm-up: its receive slow-start
+  threshold (`rcv_ssthresh`, the cap on the window it advertises), the
+  receive buffer (`rb`) and the memory its queued data takes (`r`), and
+  `rcv_space`; whether unread data shrinks the advertised window, and so
+  whether an ACK waits for the application's read, depends on the room
+  between them (`__tcp_select_window`).
+
 The holds and the noise are also given as `*_as_distribution`: `empirical`
 distributions of the measured percentiles that a scenario takes as they
 are (`hosts.rx_hold`, `network.delay_noise`; docs/scenario.md).
@@ -616,6 +624,59 @@ def capture(ns_suffix: str, iface: str, path: Path, stop: threading.Event, procs
         time.sleep(0.02)
 
 
+SS_FIELDS = {
+    "rcv_ssthresh": re.compile(r"rcv_ssthresh:(\d+)"),
+    "rcv_space": re.compile(r"rcv_space:(\d+)"),
+    "rmem_alloc": re.compile(r"skmem:\(r(\d+),"),
+    "rcvbuf": re.compile(r"skmem:\(r\d+,rb(\d+)"),
+    "recv_q": re.compile(r"^(\d+)\s+\d+\s", re.M),
+}
+
+
+def parse_ss(text: str) -> list[dict]:
+    """The `SS_FIELDS` of each socket `ss -tmiHn` printed (a line, then its
+    details on the next)."""
+    entries = re.split(r"\n(?=\S)", text.strip())
+    return [{k: int(m.group(1)) for k, r in SS_FIELDS.items() if (m := r.search(e))} for e in entries if e]
+
+
+def socket_samples(ns_suffix: str, port: int, warmup_s: float, stop: threading.Event, out: list[dict]) -> None:
+    """Polls `ss -tmi` in the namespace ending in `ns_suffix` for the socket
+    of local port `port` with the most data queued, every 20 ms after the
+    warm-up."""
+    first_seen = None
+    while not stop.is_set():
+        time.sleep(0.02)
+        names = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.split()
+        match = [n for n in names if n.startswith("ccarena-") and n.endswith(ns_suffix)]
+        if not match:
+            continue
+        text = subprocess.run(["ip", "netns", "exec", match[0], "ss", "-tmiHn", "state", "established", f"( sport = :{port} )"],
+                              capture_output=True, text=True).stdout
+        sockets = [x for x in parse_ss(text) if "rcv_ssthresh" in x]
+        best = max(sockets, key=lambda x: x.get("rcv_space", 0), default=None)
+        if best:
+            first_seen = first_seen or time.monotonic()
+            if time.monotonic() - first_seen >= warmup_s:
+                out.append(best)
+
+
+def socket_summary(samples: list[dict]) -> dict:
+    """Percentiles of each field, and how often the window's cap sits below
+    half the receive buffer less what is queued (then unread data need not
+    shrink the advertised window)."""
+    summary: dict = {"samples": len(samples)}
+    for key in SS_FIELDS:
+        xs = [float(x[key]) for x in samples if key in x]
+        if xs:
+            summary[key] = percentiles(xs)
+    roomy = [x for x in samples if {"rcv_ssthresh", "rcvbuf", "rmem_alloc"} <= x.keys()]
+    if roomy:
+        summary["share_capped_below_free_half_buffer"] = round(
+            sum(x["rcv_ssthresh"] < (x["rcvbuf"] - x["rmem_alloc"]) / 2 for x in roomy) / len(roomy), 3)
+    return summary
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rate", default="400Mbps")
@@ -626,6 +687,8 @@ def main() -> None:
     ap.add_argument("--offloads", choices=["on", "off"], default="on")
     ap.add_argument("--seconds", type=float, default=10.0)
     ap.add_argument("--reads", action="store_true", help="also record the receiving application's reads with perf")
+    ap.add_argument("--socket-stats", action="store_true",
+                    help="also sample the first flow's receiving socket with ss every 20 ms after the warm-up")
     ap.add_argument("--captures", choices=["all", "receiver"], default="all",
                     help="receiver: capture the first flow's receiver alone (its batches and ACKs, under the least load)")
     args = ap.parse_args()
@@ -654,6 +717,9 @@ def main() -> None:
         where = {**{k: ("-" + k, "eth0") for k in ("s0", "r0")}, "L": ("-L", "btl"), **{k: ("-L", f"s{k[1:]}") for k in towards}}
         files.update(towards)
         threads = [threading.Thread(target=capture, args=(*where[k], p, stop, procs)) for k, p in files.items()]
+        sockets: list[dict] = []
+        if args.socket_stats:
+            threads.append(threading.Thread(target=socket_samples, args=("-r0", 5201, 1.0, stop, sockets)))
         for th in threads:
             th.start()
         perf = None
@@ -689,6 +755,8 @@ def main() -> None:
             script = subprocess.run(["perf", "script", "--ns", "-F", "tid,time,event,trace", "-i", str(Path(tmp) / "perf.data")],
                                     capture_output=True, text=True).stdout
             summary["application_reads"] = application_reads(files["r0"], script, offset_ns, 5201)
+        if args.socket_stats:
+            summary["receiver_socket"] = socket_summary(sockets)
         summary["setup"] = {k: v for k, v in vars(args).items()}
         print(json.dumps(summary, indent=1))
 
