@@ -176,8 +176,9 @@ def test_socket_stats_read_ss_and_say_when_the_window_cap_leaves_room():
             "\t skmem:(r9216,rb6291456,t0,tb87040,f0,w0,o0,bl0,d0) cubic rcv_rtt:20 rcv_space:2000000 rcv_ssthresh:1000000\n")
     samples = kht.parse_ss(text)
     assert samples[1] == {"rcv_ssthresh": 1_000_000, "rcv_space": 2_000_000, "rmem_alloc": 9216, "rcvbuf": 6_291_456, "recv_q": 4344}
-    # 1,000,000 < (6,291,456 - 9,216) / 2: the cap sits below the free half;
-    # a cap at 3.2 MB does not.
+    # The cap as a share of the buffer: 1.0 MB and 3.2 MB of 6.29 MB.
     summary = kht.socket_summary([samples[1], {**samples[1], "rcv_ssthresh": 3_200_000}])
-    assert summary["samples"] == 2 and summary["share_capped_below_free_half_buffer"] == 0.5
+    assert summary["samples"] == 2
+    share = summary["cap_percent_of_buffer"]
+    assert (share["p10"], share["p99"]) == (15.89, 50.86), share
     assert summary["rcv_ssthresh"]["p10"] < summary["rcv_ssthresh"]["p99"]

@@ -662,18 +662,19 @@ def socket_samples(ns_suffix: str, port: int, warmup_s: float, stop: threading.E
 
 
 def socket_summary(samples: list[dict]) -> dict:
-    """Percentiles of each field, and how often the window's cap sits below
-    half the receive buffer less what is queued (then unread data need not
-    shrink the advertised window)."""
+    """Percentiles of each field, and of the window's cap as a share of the
+    receive buffer (Linux caps the window at the buffer times the payload's
+    learned share of an skb's truesize, `tcp_win_from_space`; a cap well
+    below that share leaves room, so unread data would not shrink the
+    advertised window)."""
     summary: dict = {"samples": len(samples)}
     for key in SS_FIELDS:
         xs = [float(x[key]) for x in samples if key in x]
         if xs:
             summary[key] = percentiles(xs)
-    roomy = [x for x in samples if {"rcv_ssthresh", "rcvbuf", "rmem_alloc"} <= x.keys()]
-    if roomy:
-        summary["share_capped_below_free_half_buffer"] = round(
-            sum(x["rcv_ssthresh"] < (x["rcvbuf"] - x["rmem_alloc"]) / 2 for x in roomy) / len(roomy), 3)
+    shares = [100 * x["rcv_ssthresh"] / x["rcvbuf"] for x in samples if x.get("rcvbuf")]
+    if shares:
+        summary["cap_percent_of_buffer"] = percentiles(shares)
     return summary
 
 
