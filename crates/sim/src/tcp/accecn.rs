@@ -154,6 +154,15 @@ pub struct AccEcnSender {
     est_ecnfield: u8,
 }
 
+/// The AccECN option an ACK carries: its first `fields` counters (order 1)
+/// of which the sender reads the ECT(1) and CE byte counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OptionCounters {
+    pub fields: u8,
+    pub e1b: u32,
+    pub ceb: u32,
+}
+
 /// What the sender knows of an ACK it processes: its ACE field, its AccECN
 /// option (None when the ACK carries none), the packets and payload bytes
 /// it newly delivers, and whether it moved the connection forward (false
@@ -161,7 +170,7 @@ pub struct AccEcnSender {
 #[derive(Clone, Copy, Debug)]
 pub struct AckFeedback {
     pub ace: u8,
-    pub option: Option<(u8, u32, u32)>,
+    pub option: Option<OptionCounters>,
     pub delivered_pkts: u32,
     pub delivered_bytes: u32,
     pub progress: bool,
@@ -182,9 +191,9 @@ impl AccEcnSender {
 
     /// Linux `tcp_accecn_process_option`: true when the CE byte count can be
     /// trusted for this ACK.
-    fn process_option(&mut self, option: Option<(u8, u32, u32)>, delivered_bytes: u32) -> bool {
+    fn process_option(&mut self, option: Option<OptionCounters>, delivered_bytes: u32) -> bool {
         let estimate = self.est_ecnfield;
-        let Some((fields, e1b, ceb)) = option else {
+        let Some(OptionCounters { fields, e1b, ceb }) = option else {
             // No option: the bytes go to the codepoint that moved last.
             if estimate != 0 {
                 let i = bytes_index(estimate);
@@ -297,7 +306,7 @@ mod tests {
     fn ack(ace: u8, pkts: u32, option: Option<(u32, u32)>) -> AckFeedback {
         AckFeedback {
             ace,
-            option: option.map(|(e1b, ceb)| (2, e1b, ceb)),
+            option: option.map(|(e1b, ceb)| OptionCounters { fields: 2, e1b, ceb }),
             delivered_pkts: pkts,
             delivered_bytes: pkts * MSS,
             progress: true,

@@ -24,7 +24,7 @@
 //! proportional to the segments the ACK newly acknowledges or SACKs, never to
 //! the window.
 
-use super::accecn::{AccEcnSender, AckFeedback};
+use super::accecn::{AccEcnSender, AckFeedback, OptionCounters};
 use super::config::TcpConfig;
 use super::rtt::{initial_rto_jiffies, RttEstimator};
 use crate::packet::{seq_after, seq_before};
@@ -687,7 +687,7 @@ impl TcpSender {
             let feedback = AckFeedback {
                 ace: a.ace,
                 option: match a.ext {
-                    AckExt::AccEcn { fields, e1b, ceb } => Some((fields, e1b.get(), ceb.get())),
+                    AckExt::AccEcn { fields, e1b, ceb } => Some(OptionCounters { fields, e1b: e1b.get(), ceb: ceb.get() }),
                     _ => None,
                 },
                 delivered_pkts: delivered,
