@@ -606,16 +606,21 @@ def unwrap(seqs: list[int]) -> list[int]:
     return out
 
 
+def run_namespace(ns_suffix: str) -> str | None:
+    """The running backend's namespace whose name ends in `ns_suffix`, if any."""
+    names = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.split()
+    return next((n for n in names if n.startswith("ccarena-") and n.endswith(ns_suffix)), None)
+
+
 def capture(ns_suffix: str, iface: str, path: Path, stop: threading.Event, procs: list) -> None:
     """Waits for the run's namespace ending in `ns_suffix` and captures on it."""
     while not stop.is_set():
-        names = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.split()
-        match = [n for n in names if n.startswith("ccarena-") and n.endswith(ns_suffix)]
-        if match and "inet " in subprocess.run(
-            ["ip", "netns", "exec", match[0], "ip", "addr", "show", iface, "up"], capture_output=True, text=True
+        ns = run_namespace(ns_suffix)
+        if ns and "inet " in subprocess.run(
+            ["ip", "netns", "exec", ns, "ip", "addr", "show", iface, "up"], capture_output=True, text=True
         ).stdout:
             p = subprocess.Popen(
-                ["ip", "netns", "exec", match[0], "tcpdump", "-i", iface, "-s", "96", "-w", str(path),
+                ["ip", "netns", "exec", ns, "tcpdump", "-i", iface, "-s", "96", "-w", str(path),
                  "--time-stamp-precision", "nano", "-B", "65536", "-U", "tcp"],
                 stdout=subprocess.DEVNULL, stderr=open(str(path) + ".err", "w"),
             )
@@ -641,17 +646,16 @@ def parse_ss(text: str) -> list[dict]:
 
 
 def socket_samples(ns_suffix: str, port: int, warmup_s: float, stop: threading.Event, out: list[dict]) -> None:
-    """Polls `ss -tmi` in the namespace ending in `ns_suffix` for the socket
-    of local port `port` with the most data queued, every 20 ms after the
-    warm-up."""
+    """Polls `ss -tmi` in the namespace ending in `ns_suffix` for the data
+    connection on local port `port` (of its sockets, the one with the
+    largest `rcv_space`), every 20 ms from a warm-up after it appears."""
     first_seen = None
     while not stop.is_set():
         time.sleep(0.02)
-        names = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.split()
-        match = [n for n in names if n.startswith("ccarena-") and n.endswith(ns_suffix)]
-        if not match:
+        ns = run_namespace(ns_suffix)
+        if not ns:
             continue
-        text = subprocess.run(["ip", "netns", "exec", match[0], "ss", "-tmiHn", "state", "established", f"( sport = :{port} )"],
+        text = subprocess.run(["ip", "netns", "exec", ns, "ss", "-tmiHn", "state", "established", f"( sport = :{port} )"],
                               capture_output=True, text=True).stdout
         sockets = [x for x in parse_ss(text) if "rcv_ssthresh" in x]
         best = max(sockets, key=lambda x: x.get("rcv_space", 0), default=None)

@@ -310,7 +310,6 @@ fn check_empirical(values: &[f64], probabilities: &[f64]) -> Result<(), ConfigEr
     Ok(())
 }
 
-/// The empirical distribution's value at cumulative probability `u` in [0, 1).
 impl Dist {
     /// An `Empirical` distribution in nanoseconds from measured percentiles
     /// in microseconds (`values_us[i]` at cumulative probability
@@ -320,6 +319,7 @@ impl Dist {
     }
 }
 
+/// The empirical distribution's value at cumulative probability `u` in [0, 1).
 fn empirical_at(u: f64, values: &[f64], probabilities: &[f64]) -> f64 {
     // The segment [p_i, p_i+1) holding u.
     let i = probabilities.partition_point(|&p| p <= u).clamp(1, probabilities.len() - 1) - 1;

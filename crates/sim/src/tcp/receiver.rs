@@ -552,7 +552,7 @@ impl TcpReceiver {
         // unread data it is (`__tcp_select_window() >= rcv_wnd`; the window
         // is taken as grown to its clamp, as it is after the first round
         // trips of a bulk transfer).
-        let more_than_one_full_segment = self.rcv_nxt.wrapping_sub(self.rcv_wup) >= 2 && !self.unread;
+        let more_than_one_full_segment = self.more_than_one_segment_unacked() && !self.unread;
         if !self.delayed_ack || more_than_one_full_segment || self.quick > 0 || self.ack_now {
             if self.batching {
                 // Linux defers it to `tcp_release_cb`, the end of the batch.
@@ -617,6 +617,13 @@ impl TcpReceiver {
         self.delack_timer = Some(deadline);
     }
 
+    /// Linux's `rcv_nxt - rcv_wup > rcv_mss`: more than one full segment
+    /// received since the last ACK.
+    #[inline]
+    fn more_than_one_segment_unacked(&self) -> bool {
+        self.rcv_nxt.wrapping_sub(self.rcv_wup) >= 2
+    }
+
     /// In-order segment `seq` (and whatever it joins up with) has become
     /// readable: the application, if it is not already due to read, wakes
     /// up and reads after its wait.
@@ -641,7 +648,7 @@ impl TcpReceiver {
     fn app_read(&mut self, now: Time, out: &mut Vec<Packet>) {
         self.read_due = None;
         self.unread = false;
-        if self.ack_scheduled && (self.rcv_nxt.wrapping_sub(self.rcv_wup) >= 2 || self.pushed) {
+        if self.ack_scheduled && (self.more_than_one_segment_unacked() || self.pushed) {
             self.send_ack(now, out);
         }
     }
@@ -840,14 +847,20 @@ mod tests {
             .collect()
     }
 
+    /// Past the quick-ACK phase of connection start, delayed ACKs due 10
+    /// jiffies after the last segment.
+    fn past_quick_acks(r: &mut TcpReceiver) {
+        r.quick = 0;
+        r.ato = 10;
+        r.lrcvtime = jiffies_at(Time::from_ms(99), 250);
+    }
+
     /// An established AccECN receiver past its quick ACKs, and its segments:
     /// ECT(1) (`ect1`), or CE-marked.
     fn accecn_receiver() -> TcpReceiver {
         let mut r = established();
         r.set_accecn();
-        r.quick = 0;
-        r.ato = 10;
-        r.lrcvtime = jiffies_at(Time::from_ms(99), 250);
+        past_quick_acks(&mut r);
         r
     }
     fn ect1(seq: u32) -> DataSegment {
@@ -915,9 +928,7 @@ mod tests {
         let mut r = TcpReceiver::new(0, &cfg, None);
         let mut out = vec![];
         r.on_packet(Time::ZERO, &Packet { flow: 0, wire_bytes: 60, reverse: false, hop: 0, epoch: 0, payload: Payload::Syn { tsval: 1 } }, &mut out);
-        r.quick = 0;
-        r.ato = 10;
-        r.lrcvtime = jiffies_at(Time::from_ms(99), 250);
+        past_quick_acks(&mut r);
         out.clear();
         for (i, seq) in [1u32, 2, 3, 4, 5, 6].iter().enumerate() {
             r.on_data(Time::from_ms(100 + i as u64), &seg(*seq), &mut out);
@@ -931,9 +942,7 @@ mod tests {
     fn reading_after_100us() -> TcpReceiver {
         let mut r = established();
         r.set_app_reads(Dist::Constant { value: 100_000.0 }, Rng::stream(1, "t"));
-        r.quick = 0;
-        r.ato = 10;
-        r.lrcvtime = jiffies_at(Time::from_ms(99), 250);
+        past_quick_acks(&mut r);
         r
     }
 
@@ -974,9 +983,7 @@ mod tests {
         let mut out = vec![];
         r.on_packet(Time::ZERO, &Packet { flow: 0, wire_bytes: 60, reverse: false, hop: 0, epoch: 0, payload: Payload::Syn { tsval: 1 } }, &mut out);
         r.set_app_reads(Dist::Constant { value: 100_000.0 }, Rng::stream(1, "t"));
-        r.quick = 0;
-        r.ato = 10;
-        r.lrcvtime = jiffies_at(Time::from_ms(99), 250);
+        past_quick_acks(&mut r);
         let t0 = Time::from_ms(100);
         for i in 0..2u32 {
             r.on_data(Time(t0.0 + i as u64 * 10_000), &seg(i), &mut out);
@@ -1166,10 +1173,7 @@ mod tests {
     fn holes_produce_sack_blocks_newest_first_and_dsack_for_duplicates() {
         let mut r = established();
         let mut out = vec![];
-        // Past the quick-ACK phase of connection start.
-        r.quick = 0;
-        r.ato = 10;
-        r.lrcvtime = jiffies_at(Time::from_ms(99), 250);
+        past_quick_acks(&mut r);
         r.on_data(Time::from_ms(100), &seg(0), &mut out);
         r.on_data(Time::from_ms(101), &seg(1), &mut out);
         out.clear();
