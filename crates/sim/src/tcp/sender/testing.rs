@@ -28,7 +28,8 @@
 use super::{TcpSender, XmitTimer};
 use crate::cc::{make_cca, CaState, CongestionControl};
 use crate::event::TimerKind;
-use crate::packet::{AckExt, AckSegment, Packet, Payload, SackBlocks, SeqRange};
+use crate::packet::{AckExt, AckSegment, Packet, Payload, SackBlocks, SeqRange, Split32};
+use crate::tcp::accecn;
 use crate::tcp::{ts_clock, TcpConfig};
 use crate::units::{Time, NS_PER_MS};
 
@@ -170,11 +171,19 @@ pub struct AckSpec {
     sack: Vec<(u32, u32)>,
     tsecr: Option<u32>,
     ece: bool,
+    /// The AccECN option's ECT(1) and CE byte counts, for AccECN
+    /// connections (whose ACE field reports no CE marks here).
+    accecn_option: Option<(u32, u32)>,
 }
 
 impl AckSpec {
     pub fn new(una: u32) -> AckSpec {
-        AckSpec { una, dsack: None, sack: Vec::new(), tsecr: None, ece: false }
+        AckSpec { una, dsack: None, sack: Vec::new(), tsecr: None, ece: false, accecn_option: None }
+    }
+    /// The AccECN option with the receiver's ECT(1) and CE byte counts (all
+    /// three counters; default: no option).
+    pub fn accecn_option(&mut self, (e1b, ceb): (u32, u32)) {
+        self.accecn_option = Some((e1b, ceb));
     }
     /// SACK blocks `[start, end)`, most recent first, as a receiver lists them.
     pub fn sack<const N: usize>(&mut self, blocks: [(u32, u32); N]) {
@@ -262,7 +271,16 @@ impl Harness {
         }
         sack.dsack = a.dsack.is_some();
         let wnd_end = a.una + self.s.snd_wnd;
-        let seg = AckSegment { ack: a.una, wnd_end, tsecr, sack, ece: a.ece, ace: 0, ext: AckExt::None };
+        let (ace, ext) = if self.s.accecn {
+            let ext = match a.accecn_option {
+                Some((e1b, ceb)) => AckExt::AccEcn { fields: 3, e1b: Split32::new(e1b), ceb: Split32::new(ceb) },
+                None => AckExt::None,
+            };
+            (accecn::ace(0), ext)
+        } else {
+            (0, AckExt::None)
+        };
+        let seg = AckSegment { ack: a.una, wnd_end, tsecr, sack, ece: a.ece, ace, ext };
         let now = self.now;
         self.s.on_packet(now, &Packet::ack(0, seg), &mut self.out);
         self.collect();

@@ -5,7 +5,8 @@
 //! `--ignored`).
 
 use super::testing::*;
-use crate::cc::CaState::Recovery;
+use crate::cc::CaState::{Cwr, Open, Recovery};
+use crate::tcp::TcpConfig;
 
 /// A stretch (delayed, cumulative) ACK grows cwnd by every packet it covers in
 /// slow start.
@@ -50,4 +51,37 @@ fn divergence_first_sack_block_is_not_reordering() {
     check!(h, reord_seen = 0);
     expect_tx!(h, 0 rtx, 10);
     check!(h, ca = Recovery, cwnd = 8);
+}
+
+/// AccECN (Prague): after ACKs of two segments, one ACK covers eight with its
+/// 3-bit ACE field unchanged. 0 and 8 marks look alike in the field; without
+/// the AccECN option Linux assumes the most (8, `__tcp_accecn_process`'s
+/// safe delta while ACKs are not known to be thinned) and the sender enters
+/// CWR; with the option's CE byte count unchanged it takes the field as read.
+#[test]
+fn a_large_ack_with_the_accecn_option_and_no_ce_bytes_reports_no_marks() {
+    let mss = TcpConfig::default().mss;
+    for with_option in [false, true] {
+        let mut h = setup("prague").start();
+        expect_tx!(h, 0..10);
+        h.at(200);
+        let mut a = AckSpec::new(2);
+        if with_option {
+            a.accecn_option((2 * mss, 0));
+        }
+        h.ack(a);
+        check!(h, delivered_ce = 0, ca = Open);
+        h.drain();
+        let mut a = AckSpec::new(10);
+        if with_option {
+            a.accecn_option((10 * mss, 0));
+        }
+        h.ack(a);
+        h.drain();
+        if with_option {
+            check!(h, delivered = 10, delivered_ce = 0, ca = Open);
+        } else {
+            check!(h, delivered = 10, delivered_ce = 8, ca = Cwr);
+        }
+    }
 }
