@@ -182,3 +182,27 @@ def test_socket_stats_read_ss_and_say_when_the_window_cap_leaves_room():
     share = summary["cap_percent_of_buffer"]
     assert (share["p10"], share["p99"]) == (15.89, 50.86), share
     assert summary["rcv_ssthresh"]["p10"] < summary["rcv_ssthresh"]["p99"]
+
+
+def test_departure_stalls_count_late_releases_and_refuse_an_incomplete_trace():
+    rate = 400_000_000
+    size_bytes = 17_442  # twelve segments on the wire: len as the tracepoint gives it
+    tbf_bytes = 12 * (1448 + kht.FRAME_OVERHEAD)
+    gap = round(tbf_bytes * 8e9 / rate)
+    times, t = [], 0
+    for i in range(40_000):
+        t += gap + (300_000 if i % 1000 == 999 else 0)  # one 300 us stall every 1000 skbs
+        times.append(t)
+    script = "\n".join(f"{ns / 1e9:.9f}: net:net_dev_start_xmit: dev=btl queue_mapping=0 skbaddr=0x1 len={size_bytes} data_len=0"
+                       for ns in times)
+    script += "\n1.0: net:net_dev_start_xmit: dev=eth0 queue_mapping=0 skbaddr=0x1 len=17442 data_len=0"
+    script += "\n1.0: net:net_dev_start_xmit: dev=btl queue_mapping=0 skbaddr=0x1 len=66 data_len=0"
+    departures = kht.traced_departures(script)
+    assert len(departures) == len(times) and departures[0] == (times[0], tbf_bytes)
+    out = kht.departure_stalls(departures, rate)
+    assert out["complete"] and out["traced_share_of_rate"] == pytest.approx(1.0, abs=0.03)
+    assert out["duration_us"]["p50"] == pytest.approx(300, abs=1)
+    assert out["per_second"] == pytest.approx(1e9 / (1000 * gap + 300_000), rel=0.05)
+    # Every other departure lost: half the rate, and reported as incomplete.
+    half = kht.departure_stalls(departures[::2], rate)
+    assert not half["complete"] and half["traced_share_of_rate"] == pytest.approx(0.5, abs=0.03)

@@ -37,6 +37,12 @@ reports what the host model of the simulator is built from:
   sender's next skb reaches the router (`loop`), the data that the
   simulator's `network.delay_noise` is fitted to.
 
+* with `--trace-departures` (and `--captures none` for no tcpdump at
+  all), tbf's stalls from its departures alone, recorded from one
+  tracepoint in a tracefs instance: far lighter than the captures;
+  valid while the queue stays backlogged, and only when the traced
+  departures add up to the rate (`complete`).
+
 * with `--socket-stats`, the first flow's receiving socket as `ss -tmi`
   reports it every 20 ms after the warm-up: its receive slow-start
   threshold (`rcv_ssthresh`, the cap on the window it advertises), the
@@ -69,6 +75,7 @@ import bisect
 import collections
 import itertools
 import json
+import os
 import re
 import struct
 import subprocess
@@ -480,6 +487,90 @@ def router_stalls(btl: Path, arrivals: list[Path], tbf_rate_bps: int, min_stall_
     return out
 
 
+#: The tracepoint of a packet a qdisc hands to its device's driver: tbf's
+#: departures, recorded in a tracing instance of its own without a
+#: capture's load on the machine.
+DEPARTURE_EVENT = "net/net_dev_start_xmit"
+TRACEFS = Path("/sys/kernel/tracing")
+
+
+class DepartureTrace:
+    """tbf's departures on "btl" (the left router's bottleneck interface;
+    the right router's, of the same name, carries only ACKs, which the
+    length filter leaves out) in a tracefs instance: a ring buffer per CPU
+    large enough for the run, the monotonic clock, and the kernel's own
+    count of events it could not store (`lost`), so an incomplete trace is
+    known. perf on the same tracepoint returned traces with a fifth of the
+    departures here without reporting any loss."""
+
+    def __init__(self, buffer_kb: int = 65536):
+        self.dir = TRACEFS / "instances" / f"ccarena-departures-{os.getpid()}"
+        self.dir.mkdir()
+        (self.dir / "buffer_size_kb").write_text(str(buffer_kb))
+        (self.dir / "trace_clock").write_text("mono")
+        event = self.dir / "events" / DEPARTURE_EVENT
+        (event / "filter").write_text('name == "btl" && len > 1000')
+        (event / "enable").write_text("1")
+
+    def stop(self) -> tuple[str, int]:
+        """The trace's text and how many events the buffers dropped; removes the instance."""
+        try:
+            (self.dir / "tracing_on").write_text("0")
+            text = (self.dir / "trace").read_text()
+            lost = 0
+            for stats in (self.dir / "per_cpu").glob("cpu*/stats"):
+                for line in stats.read_text().splitlines():
+                    key, _, value = line.partition(":")
+                    if key.strip() in ("overrun", "dropped events"):
+                        lost += int(value.split()[0])
+            (self.dir / "events" / DEPARTURE_EVENT / "enable").write_text("0")
+            return text, lost
+        finally:
+            self.dir.rmdir()
+
+
+def traced_departures(script: str, dev: str = "btl", min_len: int = 1000) -> list[tuple[int, int]]:
+    """(time ns, bytes as tbf counts them) of the data skbs released to
+    `dev`, from the text of a trace of DEPARTURE_EVENT (tracefs's, or
+    `perf script -F time,event,trace`). Shorter packets are left out: the
+    right router's interface of the same name carries the ACKs."""
+    rows = []
+    for line in script.splitlines():
+        m = re.search(r"\s(\d+\.\d+):\s+(?:net:)?net_dev_start_xmit:\s+dev=(\S+) .*?len=(\d+)", " " + line)
+        if not m or m.group(2) != dev or int(m.group(3)) < min_len:
+            continue
+        payload = int(m.group(3)) - FRAME_OVERHEAD
+        rows.append((int(round(float(m.group(1)) * 1e9)), payload + max(1, round(payload / MSS)) * FRAME_OVERHEAD))
+    return rows
+
+
+def departure_stalls(departures: list[tuple[int, int]], tbf_rate_bps: int, skip_s: float = 5.0, tail_s: float = 1.0,
+                     min_stall_us: float = 100.0) -> dict:
+    """tbf's stalls from its departures alone (router_stalls without the
+    captures of its arrivals): a departure later than its own transmission
+    time at the rate after the previous one, by the excess, if above
+    `min_stall_us`. Only meaningful while the queue stays backlogged (a
+    buffer deep enough that it never empties, e.g. 1 BDP with CUBIC): an
+    empty queue's gaps would count too. The traced departures must add up
+    to the rate (`traced_share_of_rate` near 1); a trace that lost events
+    shows gaps that are not stalls, and is reported as incomplete."""
+    if len(departures) < 2:
+        return {}
+    start, end = departures[0][0] + skip_s * 1e9, departures[-1][0] - tail_s * 1e9
+    window = [d for d in departures if start <= d[0] <= end]
+    if len(window) < 2:
+        return {}
+    seconds = (window[-1][0] - window[0][0]) / 1e9
+    share = sum(size for _, size in window[1:]) * 8 / seconds / tbf_rate_bps
+    byte_ns = 8e9 / tbf_rate_bps
+    excess = [(b - a - size * byte_ns) / 1000 for (a, _), (b, size) in zip(window, window[1:])]
+    stalls = [e for e in excess if e > min_stall_us]
+    out = {"observed_s": round(seconds, 3), "traced_share_of_rate": round(share, 4), "complete": share >= 0.95,
+           "per_second": round(len(stalls) / seconds, 2), "duration_us": percentiles(stalls, (25, 50, 75, 90, 99, 100)),
+           "per_second_above_us": {f"{x}": round(sum(e > x for e in stalls) / seconds, 2) for x in (300, 500, 1000, 2000, 3000)}}
+    return out
+
+
 def perf_reads(script: str, offset_ns: int) -> tuple[dict[int, set[int]], dict[str, list[tuple[int, int, int]]]]:
     """From `perf script --ns -F tid,time,event,trace`: each server thread's
     peer ports (from `tcp_rcv_space_adjust`, which names the socket's ports;
@@ -694,8 +785,12 @@ def main() -> None:
     ap.add_argument("--reads", action="store_true", help="also record the receiving application's reads with perf")
     ap.add_argument("--socket-stats", action="store_true",
                     help="also sample the first flow's receiving socket with ss every 20 ms after the warm-up")
-    ap.add_argument("--captures", choices=["all", "receiver"], default="all",
-                    help="receiver: capture the first flow's receiver alone (its batches and ACKs, under the least load)")
+    ap.add_argument("--captures", choices=["all", "receiver", "none"], default="all",
+                    help="receiver: capture the first flow's receiver alone (its batches and ACKs, under the least load); "
+                         "none: no tcpdump at all (with --trace-departures)")
+    ap.add_argument("--trace-departures", action="store_true",
+                    help="also record tbf's departures (one tracepoint in a tracefs instance, a few thousand events a "
+                         "second with offloads on) and report its stalls from them; needs a queue that stays backlogged")
     args = ap.parse_args()
     from ccarena.backends.linux import run_linux
     from ccarena.backends.linux.mapping import tbf_rate_bps
@@ -714,7 +809,7 @@ def main() -> None:
         stop = threading.Event()
         procs: list = []
         everything = args.captures == "all"
-        files = {"r0": Path(tmp) / "r0.pcap"}
+        files = {"r0": Path(tmp) / "r0.pcap"} if args.captures != "none" else {}
         if everything:
             files.update({"s0": Path(tmp) / "s0.pcap", "L": Path(tmp) / "btl.pcap"})
         # The left router's interfaces towards the senders (named after them).
@@ -729,6 +824,7 @@ def main() -> None:
             th.start()
         perf = None
         offset_ns = time.clock_gettime_ns(time.CLOCK_REALTIME) - time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+        departures = DepartureTrace() if args.trace_departures else None
         if args.reads:
             perf = subprocess.Popen(
                 ["perf", "record", "-a", "-k", "CLOCK_MONOTONIC", "-o", str(Path(tmp) / "perf.data"),
@@ -741,6 +837,7 @@ def main() -> None:
             if perf is not None:
                 perf.send_signal(2)
                 perf.wait()
+            traced = departures.stop() if departures is not None else None
             stop.set()
             for th in threads:
                 th.join()
@@ -751,7 +848,7 @@ def main() -> None:
         if missing:
             errors = {k: (files[k].with_suffix(".pcap.err").read_text()[-300:] if files[k].with_suffix(".pcap.err").exists() else "") for k in missing}
             raise SystemExit(f"no capture on {', '.join(missing)}: {errors}")
-        summary = analyse(files.get("s0"), files["r0"], 5201)
+        summary = analyse(files.get("s0"), files["r0"], 5201) if "r0" in files else {}
         if everything:
             summary["bottleneck"] = analyse_bottleneck(files["L"], tbf_rate_bps(rate))
             summary["return_path_noise_us"] = return_path_noise(files["L"], [files[k] for k in towards], files["r0"])
@@ -760,6 +857,9 @@ def main() -> None:
             script = subprocess.run(["perf", "script", "--ns", "-F", "tid,time,event,trace", "-i", str(Path(tmp) / "perf.data")],
                                     capture_output=True, text=True).stdout
             summary["application_reads"] = application_reads(files["r0"], script, offset_ns, 5201)
+        if traced is not None:
+            summary["router_stalls_from_departures"] = {**departure_stalls(traced_departures(traced[0]), tbf_rate_bps(rate)),
+                                                        "events_lost": traced[1]}
         if args.socket_stats:
             summary["receiver_socket"] = socket_summary(sockets)
         summary["setup"] = {k: v for k, v in vars(args).items()}
