@@ -499,18 +499,23 @@ class DepartureTrace:
     the right router's, of the same name, carries only ACKs, which the
     length filter leaves out) in a tracefs instance: a ring buffer per CPU
     large enough for the run, the monotonic clock, and the kernel's own
-    count of events it could not store (`lost`), so an incomplete trace is
-    known. perf on the same tracepoint returned traces with a fifth of the
-    departures here without reporting any loss."""
+    count of events it could not store (`events_lost` in the summary), so
+    an incomplete trace is known. perf on the same tracepoint returned
+    traces with a fifth of the departures here without reporting any
+    loss. The instance is removed whatever happens."""
 
     def __init__(self, buffer_kb: int = 65536):
         self.dir = TRACEFS / "instances" / f"ccarena-departures-{os.getpid()}"
         self.dir.mkdir()
-        (self.dir / "buffer_size_kb").write_text(str(buffer_kb))
-        (self.dir / "trace_clock").write_text("mono")
-        event = self.dir / "events" / DEPARTURE_EVENT
-        (event / "filter").write_text('name == "btl" && len > 1000')
-        (event / "enable").write_text("1")
+        try:
+            (self.dir / "buffer_size_kb").write_text(str(buffer_kb))
+            (self.dir / "trace_clock").write_text("mono")
+            event = self.dir / "events" / DEPARTURE_EVENT
+            (event / "filter").write_text('name == "btl" && len > 1000')
+            (event / "enable").write_text("1")
+        except BaseException:
+            self.dir.rmdir()
+            raise
 
     def stop(self) -> tuple[str, int]:
         """The trace's text and how many events the buffers dropped; removes the instance."""
@@ -837,13 +842,13 @@ def main() -> None:
             if perf is not None:
                 perf.send_signal(2)
                 perf.wait()
-            traced = departures.stop() if departures is not None else None
             stop.set()
             for th in threads:
                 th.join()
             for p in procs:
                 p.terminate()
                 p.wait()
+            traced = departures.stop() if departures is not None else None
         missing = [k for k, p in files.items() if not p.exists()]
         if missing:
             errors = {k: (files[k].with_suffix(".pcap.err").read_text()[-300:] if files[k].with_suffix(".pcap.err").exists() else "") for k in missing}
