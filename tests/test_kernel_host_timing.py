@@ -193,10 +193,10 @@ def test_departure_stalls_count_late_releases_and_refuse_an_incomplete_trace():
     for i in range(40_000):
         t += gap + (300_000 if i % 1000 == 999 else 0)  # one 300 us stall every 1000 skbs
         times.append(t)
-    script = "\n".join(f"{ns / 1e9:.9f}: net:net_dev_start_xmit: dev=btl queue_mapping=0 skbaddr=0x1 len={size_bytes} data_len=0"
-                       for ns in times)
-    script += "\n1.0: net:net_dev_start_xmit: dev=eth0 queue_mapping=0 skbaddr=0x1 len=17442 data_len=0"
-    script += "\n1.0: net:net_dev_start_xmit: dev=btl queue_mapping=0 skbaddr=0x1 len=66 data_len=0"
+    line = "  iperf3-1234  [001] ..s2. {t}: net_dev_start_xmit: dev={dev} queue_mapping=0 skbaddr=0x1 len={length} data_len=0"
+    script = "\n".join(line.format(t=f"{ns / 1e9:.9f}", dev="btl", length=size_bytes) for ns in times)
+    script += "\n" + line.format(t="1.0", dev="eth0", length=17442)
+    script += "\n" + line.format(t="1.0", dev="btl", length=66)
     departures = kht.traced_departures(script)
     assert len(departures) == len(times) and departures[0] == (times[0], tbf_bytes)
     out = kht.departure_stalls(departures, rate)

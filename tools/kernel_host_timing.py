@@ -160,7 +160,7 @@ def analyse(sender: Path | None, receiver: Path, data_port: int) -> dict:
     rx = [(t, f) for t, fr in read_pcap(receiver) if (f := tcp_fields(fr))]
     data_in = [(t, f) for t, f in rx if f[5] == data_port and f[1] > 0]
     acks_out = [(t, f) for t, f in rx if f[4] == data_port and f[1] == 0]
-    segs = [max(1, round(f[1] / MSS)) for _, f in data_in]
+    segs = [segments(f[1]) for _, f in data_in]
     out["receiver_segments_per_skb"] = percentiles(segs)
     total_segs = sum(segs)
     out["acks_per_data_segment"] = round(len(acks_out) / total_segs, 4) if total_segs else None
@@ -196,7 +196,7 @@ def analyse(sender: Path | None, receiver: Path, data_port: int) -> dict:
     sx = [(t, f) for t, fr in read_pcap(sender) if (f := tcp_fields(fr))]
     data_out = [(t, f) for t, f in sx if f[5] == data_port and f[1] > 0]
     acks_in = [(t, f) for t, f in sx if f[4] == data_port and f[1] == 0]
-    out["sender_segments_per_skb"] = percentiles([max(1, round(f[1] / MSS)) for _, f in data_out])
+    out["sender_segments_per_skb"] = percentiles([segments(f[1]) for _, f in data_out])
     gaps = [(b[0] - a[0]) / 1000 for a, b in zip(acks_in, acks_in[1:])]
     out["ack_interarrival_us"] = percentiles(gaps)
     # For each data skb sent: time since the latest ACK arrival (< 1 ms).
@@ -233,8 +233,7 @@ def analyse_bottleneck(path: Path, tbf_rate_bps: int, window: int = 50) -> dict:
     for t, fr in read_pcap(path):
         f = tcp_fields(fr)
         if to_receiver(fr, f):
-            segs = max(1, round(f[1] / MSS))
-            rows.append((t, (fr[14 + 18], f[4]), segs, f[1] + segs * FRAME_OVERHEAD))
+            rows.append((t, (fr[14 + 18], f[4]), segments(f[1]), tbf_bytes(f[1])))
     rows = rows[len(rows) // 10 :]  # past slow start
     out: dict = {"skbs": len(rows)}
     if len(rows) < 2 * window + 1:
@@ -396,6 +395,16 @@ def tcp_tsval(ip: bytes) -> int | None:
     return next((struct.unpack(">I", data[:4])[0] for kind, data in tcp_options(ip) if kind == 8 and len(data) >= 4), None)
 
 
+def segments(payload: int) -> int:
+    """The MSS-sized segments a (GSO) packet of `payload` bytes stands for."""
+    return max(1, round(payload / MSS))
+
+
+def tbf_bytes(payload: int) -> int:
+    """A (GSO) packet's bytes as tbf counts them: every segment's frame headers."""
+    return payload + segments(payload) * FRAME_OVERHEAD
+
+
 def data_packets(path: Path) -> list[tuple[int, tuple, int, int, int]]:
     """(time, flow, seq, bytes as tbf counts them, segments) of the data
     packets towards the receivers in a capture; the flow is (receiver
@@ -406,8 +415,7 @@ def data_packets(path: Path) -> list[tuple[int, tuple, int, int, int]]:
         f = tcp_fields(fr)
         if to_receiver(fr, f):
             ip = fr[14:]
-            segs = max(1, round(f[1] / MSS))
-            rows.append((t, (bytes(ip[16:20]), f[4]), (f[2], tcp_tsval(ip)), f[1] + segs * FRAME_OVERHEAD, segs))
+            rows.append((t, (bytes(ip[16:20]), f[4]), (f[2], tcp_tsval(ip)), tbf_bytes(f[1]), segments(f[1])))
     return rows
 
 
@@ -492,6 +500,9 @@ def router_stalls(btl: Path, arrivals: list[Path], tbf_rate_bps: int, min_stall_
 #: capture's load on the machine.
 DEPARTURE_EVENT = "net/net_dev_start_xmit"
 TRACEFS = Path("/sys/kernel/tracing")
+#: The left router's bottleneck interface, and the shortest data packet on
+#: it (the right router's interface of the same name carries only ACKs).
+BOTTLENECK_DEV, DATA_MIN_LEN = "btl", 1000
 
 
 class DepartureTrace:
@@ -511,7 +522,7 @@ class DepartureTrace:
             (self.dir / "buffer_size_kb").write_text(str(buffer_kb))
             (self.dir / "trace_clock").write_text("mono")
             event = self.dir / "events" / DEPARTURE_EVENT
-            (event / "filter").write_text('name == "btl" && len > 1000')
+            (event / "filter").write_text(f'name == "{BOTTLENECK_DEV}" && len >= {DATA_MIN_LEN}')
             (event / "enable").write_text("1")
         except BaseException:
             self.dir.rmdir()
@@ -534,18 +545,15 @@ class DepartureTrace:
             self.dir.rmdir()
 
 
-def traced_departures(script: str, dev: str = "btl", min_len: int = 1000) -> list[tuple[int, int]]:
+def traced_departures(trace: str) -> list[tuple[int, int]]:
     """(time ns, bytes as tbf counts them) of the data skbs released to
-    `dev`, from the text of a trace of DEPARTURE_EVENT (tracefs's, or
-    `perf script -F time,event,trace`). Shorter packets are left out: the
-    right router's interface of the same name carries the ACKs."""
+    BOTTLENECK_DEV, from the text of a tracefs trace of DEPARTURE_EVENT."""
     rows = []
-    for line in script.splitlines():
-        m = re.search(r"\s(\d+\.\d+):\s+(?:net:)?net_dev_start_xmit:\s+dev=(\S+) .*?len=(\d+)", " " + line)
-        if not m or m.group(2) != dev or int(m.group(3)) < min_len:
+    for line in trace.splitlines():
+        m = re.search(r"\s(\d+\.\d+):\s+net_dev_start_xmit:\s+dev=(\S+) .*?len=(\d+)", line)
+        if not m or m.group(2) != BOTTLENECK_DEV or int(m.group(3)) < DATA_MIN_LEN:
             continue
-        payload = int(m.group(3)) - FRAME_OVERHEAD
-        rows.append((int(round(float(m.group(1)) * 1e9)), payload + max(1, round(payload / MSS)) * FRAME_OVERHEAD))
+        rows.append((int(round(float(m.group(1)) * 1e9)), tbf_bytes(int(m.group(3)) - FRAME_OVERHEAD)))
     return rows
 
 
@@ -621,7 +629,7 @@ def application_reads(receiver: Path, script: str, offset_ns: int, data_port: in
     for t, f in data_in:
         if t0 <= t <= t1:
             arrivals.append(t)
-            segs.append(max(1, round(f[1] / MSS)))
+            segs.append(segments(f[1]))
     done = [t for t in done if t0 <= t <= t1]
     acks = [t for t in acks_out if t0 <= t <= t1]
     segments = sum(segs)
