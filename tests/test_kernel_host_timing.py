@@ -206,3 +206,27 @@ def test_departure_stalls_count_late_releases_and_refuse_an_incomplete_trace():
     # Every other departure lost: half the rate, and reported as incomplete.
     half = kht.departure_stalls(departures[::2], rate)
     assert not half["complete"] and half["traced_share_of_rate"] == pytest.approx(0.5, abs=0.03)
+
+
+def test_application_reads_counts_reads_and_the_wait_from_arrival(tmp_path):
+    """Segments arrive 30 us apart for 3 s; the application reads every second
+    one 10 us after it arrives, and each read sends the ACK: half a read and
+    half an ACK per segment, two segments per read, 40 us from the first
+    arrival a read takes to the read."""
+    records, script = [], ["  77 0.000001000: tcp:tcp_rcv_space_adjust: family=AF_INET sport=5201 dport=40000 saddr=x"]
+    t0 = 1_000_000_000
+    for i in range(100_000):
+        t = t0 + i * 30_000
+        records.append((t, frame(SENDER, RECEIVER, PORT, SERVER, 1 + i * 1448, 1, 1448)))
+        if i % 2:
+            read = t + 10_000
+            records.append((read - 1_000, frame(RECEIVER, SENDER, SERVER, PORT, 1, 1 + (i + 1) * 1448, 0)))
+            script.append(f"  77 {read // 1_000_000_000}.{read % 1_000_000_000:09d}: sock:sock_recv_length: "
+                          "sk address = 0xffff1, family = AF_INET, protocol = IPPROTO_TCP, length = 2896, flags = 0x0")
+    write_pcap(tmp_path / "r0.pcap", records)
+    reads = kht.application_reads(tmp_path / "r0.pcap", "\n".join(script), 0, SERVER)
+    assert reads["reads_per_data_segment"] == pytest.approx(0.5, abs=0.001)
+    assert reads["acks_per_data_segment"] == pytest.approx(0.5, abs=0.001)
+    assert reads["segments_per_read"]["p50"] == 2
+    assert reads["arrival_to_read_us"]["p50"] == pytest.approx(40.0, abs=0.5)
+    assert reads["ack_to_next_read_us"]["p50"] == pytest.approx(1.0, abs=0.2)

@@ -77,6 +77,7 @@ import itertools
 import json
 import os
 import re
+import shutil
 import struct
 import subprocess
 import tempfile
@@ -632,7 +633,7 @@ def application_reads(receiver: Path, script: str, offset_ns: int, data_port: in
             segs.append(segments(f[1]))
     done = [t for t in done if t0 <= t <= t1]
     acks = [t for t in acks_out if t0 <= t <= t1]
-    segments = sum(segs)
+    total_segments = sum(segs)
     cumulative = list(itertools.accumulate(segs))
     wait, per_read = [], []
     for before, t in zip(done, done[1:]):
@@ -653,8 +654,8 @@ def application_reads(receiver: Path, script: str, offset_ns: int, data_port: in
         return out
 
     return {
-        "reads_per_data_segment": round(len(done) / segments, 4) if segments else None,
-        "acks_per_data_segment": round(len(acks) / segments, 4) if segments else None,
+        "reads_per_data_segment": round(len(done) / total_segments, 4) if total_segments else None,
+        "acks_per_data_segment": round(len(acks) / total_segments, 4) if total_segments else None,
         "segments_per_read": percentiles(per_read, (10, 25, 50, 75, 90, 99)),
         "arrival_to_read_us": percentiles(wait, (10, 25, 50, 75, 90, 95, 99)),
         # A receiver that acknowledges at its reads holds each batch this long (`hosts.rx_hold`).
@@ -804,6 +805,8 @@ def main() -> None:
     ap.add_argument("--trace-departures", action="store_true",
                     help="also record tbf's departures (one tracepoint in a tracefs instance, a few thousand events a "
                          "second with offloads on) and report its stalls from them; needs a queue that stays backlogged")
+    ap.add_argument("--keep", type=Path, default=None, metavar="DIR",
+                    help="copy the captures (and the departure trace) into DIR for further analysis")
     args = ap.parse_args()
     from ccarena.backends.linux import run_linux
     from ccarena.backends.linux.mapping import tbf_rate_bps
@@ -861,6 +864,12 @@ def main() -> None:
         if missing:
             errors = {k: (files[k].with_suffix(".pcap.err").read_text()[-300:] if files[k].with_suffix(".pcap.err").exists() else "") for k in missing}
             raise SystemExit(f"no capture on {', '.join(missing)}: {errors}")
+        if args.keep is not None:
+            args.keep.mkdir(parents=True, exist_ok=True)
+            for path in files.values():
+                shutil.copy(path, args.keep / path.name)
+            if traced is not None:
+                (args.keep / "departures.txt").write_text(traced[0])
         summary = analyse(files.get("s0"), files["r0"], 5201) if "r0" in files else {}
         if everything:
             summary["bottleneck"] = analyse_bottleneck(files["L"], tbf_rate_bps(rate))
@@ -875,7 +884,7 @@ def main() -> None:
                                                         "events_lost": traced[1]}
         if args.socket_stats:
             summary["receiver_socket"] = socket_summary(sockets)
-        summary["setup"] = {k: v for k, v in vars(args).items()}
+        summary["setup"] = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}
         print(json.dumps(summary, indent=1))
 
 

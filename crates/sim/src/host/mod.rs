@@ -41,11 +41,12 @@ pub struct HostConfig {
     /// (measure it on the hosts you model: docs/fidelity.md).
     #[serde(default = "default_rx_hold")]
     pub rx_hold: Dist,
-    /// The receiving applications' reads: in-order data is acknowledged when
-    /// the application reads it, after a wait drawn from `read_wait`, as a
-    /// Linux receiver whose window has grown does (`__tcp_ack_snd_check`
-    /// leaves the ACK to `tcp_cleanup_rbuf`), while out-of-order data and
-    /// filled holes are acknowledged at once (docs/fidelity.md: it agrees
+    /// The receiving applications' reads: in-order data the application has
+    /// not read yet (after a wait drawn from `read_wait`) shrinks the window
+    /// a Linux receiver would advertise, and an arrival whose ACK would
+    /// advertise less than the last one leaves that ACK to the read
+    /// (`tcp_cleanup_rbuf`), while out-of-order data and filled holes are
+    /// acknowledged at once (`tcp/receiver.rs`; docs/fidelity.md: it agrees
     /// with more of the kernel runs). Off: data is read the instant it
     /// arrives.
     #[serde(default = "yes")]

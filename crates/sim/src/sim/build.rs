@@ -177,6 +177,7 @@ fn endpoints(
     if accecn {
         receiver.set_accecn();
     }
+    receiver.set_window_phase(Rng::stream(flow_seed, "rcv-window"));
     if hosts.app_reads {
         receiver.set_app_reads(hosts.read_wait.clone(), Rng::stream(flow_seed, "app-reads"));
     }

@@ -18,11 +18,19 @@
 //! * or, with Accurate ECN (`accecn.rs`)
 //!   the count of CE marks in every ACK;
 //! * with the application's reads modelled (`set_app_reads`), in-order data
-//!   acknowledged when the application reads it: once a Linux receiver's
-//!   window has grown to its clamp, unread data makes the window it would
-//!   advertise smaller than the last, so `__tcp_ack_snd_check` leaves the
-//!   ACK to the read (`tcp_cleanup_rbuf`) or the delayed-ACK timer, while
-//!   out-of-order data, a filled hole and quick-ACK mode are answered at once.
+//!   acknowledged on arrival only while the window the ACK would advertise
+//!   is not smaller than the last one (`__tcp_ack_snd_check`'s
+//!   `__tcp_select_window() >= rcv_wnd`), otherwise when the application
+//!   reads it (`tcp_cleanup_rbuf`) or at the delayed-ACK timer; out-of-order
+//!   data, a filled hole and quick-ACK mode are answered at once. Once the
+//!   window has grown to its clamp (and `rcv_ssthresh` with it, as `ss`
+//!   shows on the linux backend's receivers) the window is the free space:
+//!   the buffer less what is queued, unread and out of order, rounded up to
+//!   the window scale's unit. With the linux backend's buffers (scale 12, a
+//!   4 KB unit) one or two unread segments often leave it unchanged, so an
+//!   arrival finding little unread is acknowledged at once, as the kernel's
+//!   receivers without offloads mostly do; a GRO skb of many segments always
+//!   shrinks it and waits for the read.
 
 use super::accecn;
 use super::config::TcpConfig;
@@ -36,6 +44,23 @@ use crate::units::{jiffies_at, time_of_jiffy, usecs_to_jiffies, Time, NS_PER_MS,
 
 /// Linux TCP_PAWS_WINDOW: timestamp ticks a segment may lag TS.Recent.
 const PAWS_WINDOW: i32 = 1;
+/// Linux `tcp_select_initial_window`'s receive window scale for a buffer of
+/// at most `rcvbuf` bytes, as the linux backend sets it (`tcp_rmem[2]` = 2 x
+/// the size): ilog2 of the largest space less 15, at most 14.
+pub fn rcv_wscale(rcvbuf: u64) -> u32 {
+    (2 * rcvbuf.max(1)).ilog2().saturating_sub(15).min(14)
+}
+
+/// The scale `free_window` measures windows on: an empty buffer's window of
+/// about 1 GB, larger than anything queued, so that only differences count.
+const EMPTY_WINDOW: i64 = 1 << 30;
+
+/// `x` rounded up to a multiple of `unit` (Linux `ALIGN`).
+#[inline]
+fn align_up(x: i64, unit: i64) -> i64 {
+    x.div_euclid(unit) * unit + if x.rem_euclid(unit) != 0 { unit } else { 0 }
+}
+
 /// Linux TCP_MAX_QUICKACKS.
 const MAX_QUICKACKS: u32 = 16;
 /// Linux TCP_NUM_SACKS: SACK blocks remembered by the receiver.
@@ -137,8 +162,19 @@ pub struct TcpReceiver {
     read_wait: Option<(Sampler, Rng)>,
     /// When the application reads next (Linux `tcp_recvmsg` returning).
     read_due: Option<Time>,
-    /// In-order data the application has not read (rcv_nxt > copied_seq).
-    unread: bool,
+    /// Linux copied_seq: the application has read everything below it
+    /// (with `set_app_reads`).
+    copied: u32,
+    /// The window scale's unit in bytes (1 << rcv_wscale).
+    window_unit: u32,
+    /// Where the free space with nothing queued falls within a window-scale
+    /// unit, in bytes (1..=window_unit): how many queued segments round up
+    /// to the same advertised window. It follows the buffer's autotuned size,
+    /// which no scenario fixes, so each connection draws it (`set_window_phase`).
+    window_phase: u32,
+    /// The window the last ACK advertised, in bytes (Linux `rcv_wnd`), on the
+    /// scale of `free_window`.
+    rcv_wnd: i64,
     /// A segment shorter than a full one arrived since the last ACK (Linux
     /// ICSK_ACK_PUSHED from `tcp_measure_rcv_mss`): a read that takes all
     /// that is readable acknowledges it at once.
@@ -214,7 +250,10 @@ impl TcpReceiver {
             deferred_ofo: false,
             read_wait: None,
             read_due: None,
-            unread: false,
+            copied: 0,
+            window_unit: 1 << rcv_wscale(cfg.rcvbuf),
+            window_phase: 1 << rcv_wscale(cfg.rcvbuf),
+            rcv_wnd: EMPTY_WINDOW,
             pushed: false,
             bytes_delivered: 0,
             duplicate_segments: 0,
@@ -242,6 +281,12 @@ impl TcpReceiver {
     /// the moment in-order data becomes readable (its wake-up and the
     /// scheduler's delay; measured on the kernel, docs/fidelity.md), and
     /// the in-order ACKs wait for its reads (module doc).
+    /// Draws where the empty buffer's window falls within a window-scale
+    /// unit (uniformly: it follows the autotuned buffer size).
+    pub fn set_window_phase(&mut self, mut rng: Rng) {
+        self.window_phase = 1 + rng.below(self.window_unit as u64) as u32;
+    }
+
     pub fn set_app_reads(&mut self, wait: Dist, rng: Rng) {
         self.read_wait = Some((Sampler::new(wait), rng));
     }
@@ -547,12 +592,12 @@ impl TcpReceiver {
             self.deferred_ofo |= ofo_possible;
             return;
         }
-        // Linux: more than one full segment unacknowledged, and the window
-        // the ACK would advertise not smaller than the last one's, which with
-        // unread data it is (`__tcp_select_window() >= rcv_wnd`; the window
-        // is taken as grown to its clamp, as it is after the first round
-        // trips of a bulk transfer).
-        let more_than_one_full_segment = self.more_than_one_segment_unacked() && !self.unread;
+        // Linux: more than one full segment unacknowledged, and either
+        // nothing unread (`rcv_nxt - copied_seq < sk_rcvlowat`, 1 byte) or a
+        // window not smaller than the last one advertised.
+        let window_not_smaller = self.free_window(self.queued()) >= self.rcv_wnd;
+        let more_than_one_full_segment =
+            self.more_than_one_segment_unacked() && (self.unread() == 0 || window_not_smaller);
         if !self.delayed_ack || more_than_one_full_segment || self.quick > 0 || self.ack_now {
             if self.batching {
                 // Linux defers it to `tcp_release_cb`, the end of the batch.
@@ -617,6 +662,37 @@ impl TcpReceiver {
         self.delack_timer = Some(deadline);
     }
 
+    /// Segments charged to the receive buffer: unread in-order data and the
+    /// out-of-order queue (Linux `sk_rmem_alloc`).
+    #[inline]
+    fn queued(&self) -> u32 {
+        self.unread() + self.ooo.count() as u32
+    }
+
+    /// In-order segments the application has not read (none when it reads
+    /// the instant data arrives).
+    #[inline]
+    fn unread(&self) -> u32 {
+        if self.read_wait.is_some() {
+            self.rcv_nxt.wrapping_sub(self.copied)
+        } else {
+            0
+        }
+    }
+
+    /// The window Linux's `__tcp_select_window` offers with `queued`
+    /// segments in the buffer: the free space, each queued segment taking
+    /// its payload off (`tcp_win_from_space` at the skbs' own
+    /// payload-to-truesize ratio), rounded up to the window scale's unit
+    /// (`ALIGN(free_space, 1 << rcv_wscale)`). On a scale where the empty
+    /// buffer's window is `EMPTY_WINDOW` less a unit plus `window_phase`:
+    /// only differences matter.
+    #[inline]
+    fn free_window(&self, queued: u32) -> i64 {
+        let unit = self.window_unit as i64;
+        align_up(EMPTY_WINDOW - unit + self.window_phase as i64 - queued as i64 * self.mss as i64, unit)
+    }
+
     /// Linux's `rcv_nxt - rcv_wup > rcv_mss`: more than one full segment
     /// received since the last ACK.
     #[inline]
@@ -630,7 +706,6 @@ impl TcpReceiver {
     #[inline]
     fn data_readable(&mut self, now: Time, seq: u32) {
         let Some((wait, rng)) = &mut self.read_wait else { return };
-        self.unread = true;
         self.pushed |= match self.app_segments {
             Some(n) if seq + 1 == n => self.tail_payload < self.mss,
             _ => false,
@@ -647,7 +722,7 @@ impl TcpReceiver {
     /// single full segment is left to the delayed-ACK timer.
     fn app_read(&mut self, now: Time, out: &mut Vec<Packet>) {
         self.read_due = None;
-        self.unread = false;
+        self.copied = self.rcv_nxt;
         if self.ack_scheduled && (self.more_than_one_segment_unacked() || self.pushed) {
             self.send_ack(now, out);
         }
@@ -798,6 +873,12 @@ impl TcpReceiver {
         };
         out.push(Packet::ack(self.flow, ack));
         self.acks_sent += 1;
+        // Linux `tcp_select_window`: the new window, but never one whose
+        // right edge falls short of the last one's (out-of-order data
+        // arriving can shrink the free space faster than rcv_nxt advances).
+        let unit = self.window_unit as i64;
+        let still_open = self.rcv_wnd - self.rcv_nxt.wrapping_sub(self.rcv_wup) as i64 * self.mss as i64;
+        self.rcv_wnd = self.free_window(self.queued()).max(align_up(still_open, unit));
         self.rcv_wup = self.rcv_nxt;
         self.compressed_ack = 0;
         self.comp_timer = None;
@@ -939,11 +1020,71 @@ mod tests {
     }
 
     /// A receiver past quick-ACK mode whose application reads after 100 us.
+    /// Reads 100 us after data becomes readable; the empty buffer's window
+    /// at the bottom of its window-scale unit, so that any queued segment
+    /// shrinks it.
     fn reading_after_100us() -> TcpReceiver {
         let mut r = established();
         r.set_app_reads(Dist::Constant { value: 100_000.0 }, Rng::stream(1, "t"));
+        r.window_phase = 1;
         past_quick_acks(&mut r);
         r
+    }
+
+    #[test]
+    fn window_scale_follows_the_largest_buffer() {
+        assert_eq!(rcv_wscale(64 << 20), 12, "the linux backend's default: tcp_rmem[2] 128 MB");
+        assert_eq!(rcv_wscale(3 << 20), 7, "stock Linux: tcp_rmem[2] 6 MB");
+        assert_eq!(rcv_wscale(1 << 40), 14);
+        assert_eq!(rcv_wscale(1000), 0);
+    }
+
+    /// Linux compares the window an arrival's ACK would advertise, rounded
+    /// up to the window scale's unit, with the last one: with room for one
+    /// segment before the empty buffer's window drops a unit, a segment
+    /// arriving after everything before it was read is acknowledged at once
+    /// though unread; one arriving while more is queued than at the last
+    /// ACK waits for the read.
+    #[test]
+    fn an_arrival_that_leaves_the_rounded_window_unchanged_is_acknowledged_at_once() {
+        let mut r = reading_after_100us();
+        r.window_phase = 1500;
+        let mut out = vec![];
+        let t0 = Time::from_ms(100);
+        r.on_data(t0, &seg(0), &mut out);
+        r.on_data(Time(t0.0 + 30_000), &seg(1), &mut out);
+        assert!(acks(&out).is_empty(), "two segments unread: the window would drop a unit");
+        r.on_timer(Time(t0.0 + 100_000), TimerKind::DelAck, &mut out);
+        assert_eq!(acks(&out).iter().map(|a| a.ack).collect::<Vec<_>>(), vec![2], "the read acknowledges both");
+        out.clear();
+        r.on_data(Time(t0.0 + 200_000), &seg(2), &mut out);
+        r.on_timer(Time(t0.0 + 300_000), TimerKind::DelAck, &mut out);
+        assert!(acks(&out).is_empty(), "one full segment read: left to the timer");
+        r.on_data(Time(t0.0 + 310_000), &seg(3), &mut out);
+        assert_eq!(acks(&out).iter().map(|a| a.ack).collect::<Vec<_>>(), vec![4], "segment 3 acknowledged on arrival, unread");
+        out.clear();
+        r.on_data(Time(t0.0 + 320_000), &seg(4), &mut out);
+        r.on_data(Time(t0.0 + 330_000), &seg(5), &mut out);
+        assert!(acks(&out).is_empty(), "three segments queued, one at the last ACK: the window would drop a unit");
+        r.on_timer(Time(t0.0 + 410_000), TimerKind::DelAck, &mut out);
+        assert_eq!(acks(&out).iter().map(|a| a.ack).collect::<Vec<_>>(), vec![6]);
+
+        // A whole 4 KB unit of room: two unread segments leave the window as it was.
+        let mut r = reading_after_100us();
+        r.window_phase = 4096;
+        out.clear();
+        r.on_data(t0, &seg(0), &mut out);
+        r.on_data(Time(t0.0 + 30_000), &seg(1), &mut out);
+        assert_eq!(acks(&out).iter().map(|a| a.ack).collect::<Vec<_>>(), vec![2]);
+        assert_eq!(r.rcv_wnd, EMPTY_WINDOW);
+        // An out-of-order segment is SACKed at once; the free space its
+        // queue leaves is a unit smaller, but `tcp_select_window` keeps the
+        // right edge the last ACK advertised.
+        out.clear();
+        r.on_data(Time(t0.0 + 40_000), &seg(3), &mut out);
+        assert_eq!(acks(&out).len(), 1);
+        assert!(r.free_window(r.queued()) < EMPTY_WINDOW);
+        assert_eq!(r.rcv_wnd, EMPTY_WINDOW, "the window is not shrunk below the last right edge");
     }
 
     /// In-order data waits for the application's read: no ACK on the second
@@ -983,6 +1124,7 @@ mod tests {
         let mut out = vec![];
         r.on_packet(Time::ZERO, &Packet { flow: 0, wire_bytes: 60, reverse: false, hop: 0, epoch: 0, payload: Payload::Syn { tsval: 1 } }, &mut out);
         r.set_app_reads(Dist::Constant { value: 100_000.0 }, Rng::stream(1, "t"));
+        r.window_phase = 1;
         past_quick_acks(&mut r);
         let t0 = Time::from_ms(100);
         for i in 0..2u32 {
