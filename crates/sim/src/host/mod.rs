@@ -30,6 +30,13 @@ pub struct HostConfig {
     /// (GSO is on even where the NIC lacks TSO).
     #[serde(default = "yes")]
     pub tso: bool,
+    /// TCP builds super-packets even where the device has no segmentation
+    /// offload (`tso = false`), and the device segments them in software
+    /// as they leave: Linux's GSO, always on for TCP since 4.13. Off (with
+    /// `tso = false`): every skb is one segment, as the engine's clockwork
+    /// hosts send.
+    #[serde(default = "yes")]
+    pub gso: bool,
     /// Batched receive processing at the receivers: a data packet reaching an
     /// idle receiver is processed after a hold drawn from `rx_hold`, together
     /// with every packet that arrived meanwhile, and the batch is acknowledged
@@ -118,6 +125,7 @@ impl Default for HostConfig {
     fn default() -> Self {
         HostConfig {
             tso: true,
+            gso: true,
             rx_batching: false,
             rx_hold: default_rx_hold(),
             app_reads: true,
@@ -133,6 +141,6 @@ impl Default for HostConfig {
 impl HostConfig {
     /// The former clockwork hosts: no offload, no batching, no small queues.
     pub fn clockwork() -> Self {
-        HostConfig { tso: false, tsq: false, write_queue: false, app_reads: false, ..HostConfig::default() }
+        HostConfig { tso: false, gso: false, tsq: false, write_queue: false, app_reads: false, ..HostConfig::default() }
     }
 }

@@ -166,7 +166,10 @@ fn endpoints(
     let accecn = cc.needs_accecn();
     let mut sender = TcpSender::new(id, tcp, cc, size);
     sender.sock.flow_seed = flow_seed;
-    sender.tso = hosts.tso && !per_packet;
+    // Linux's TCP always builds super-packets (GSO); a device without
+    // segmentation offload segments them in software as they leave.
+    sender.tso = (hosts.tso || hosts.gso) && !per_packet;
+    sender.segment_at_device = !hosts.tso;
     sender.tsq = hosts.tsq.then(Default::default);
     sender.write_queue = hosts.write_queue.then(|| WriteQueue::new(tcp.mss));
     sender.tso_defer = hosts.tso_defer;

@@ -184,6 +184,10 @@ pub struct TcpSender {
     // transmission (Linux `tcp_wstamp_ns` without pacing); while a
     // super-packet is being emitted, its payload so far (paced as one).
     pub(crate) tso: bool,
+    /// The device has no segmentation offload: each super-packet is
+    /// segmented in software as it leaves (Linux GSO, always on for TCP since
+    /// 4.13), so the network and the receiver see its segments.
+    pub(crate) segment_at_device: bool,
     last_write_ns: u64,
     skb_bytes: Option<u64>,
     // The write queue's skbs of new data as tcp_sendmsg builds them
@@ -278,6 +282,7 @@ impl TcpSender {
             sndbuf_limited: false,
             data_segs_out: 0,
             tso: false,
+            segment_at_device: false,
             last_write_ns: 0,
             skb_bytes: None,
             write_queue: None,

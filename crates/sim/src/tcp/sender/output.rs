@@ -104,14 +104,18 @@ impl TcpSender {
     /// charged to TCP Small Queues by its payload, as Linux sends an skb.
     fn send_skb(&mut self, n: u32, out: &mut Vec<Packet>, mut segment: impl FnMut(&mut Self, u32, &mut Vec<Packet>)) {
         self.skb_bytes = Some(0);
-        self.counters.skbs_sent += 1;
+        // The device's count: segments when it segments in software.
+        self.counters.skbs_sent += if self.segment_at_device { n as u64 } else { 1 };
         for i in 0..n {
             segment(self, i, out);
+            if self.segment_at_device {
+                continue;
+            }
             if let Some(Packet { payload: Payload::Data(d), .. }) = out.last_mut() {
                 d.gso = Gso { segs: n.min(u16::MAX as u32) as u16, index: i.min(u16::MAX as u32) as u16, whole: false, ..Gso::default() };
             }
         }
-        if n > 1 && n <= u16::MAX as u32 {
+        if n > 1 && n <= u16::MAX as u32 && !self.segment_at_device {
             let first = out.len() - n as usize;
             let skb = Packet::bundle_unchecked(&out[first..]);
             out.truncate(first);
@@ -498,6 +502,24 @@ mod tso_scripts {
         check!(h, cwnd = 42);
         expect_tx!(h, 30..51);
         assert_eq!(h.s.counters.skbs_sent, 3);
+    }
+
+    /// Without segmentation offload at the device (`[hosts] tso = false`)
+    /// TCP still builds the same super-packets, as Linux always does (GSO),
+    /// and the device segments them: the same segments leave at the same
+    /// instants, each a packet of its own, and the device counts segments.
+    #[test]
+    fn software_gso_sends_the_same_skbs_as_single_segments() {
+        let mut h = reno().rtt(1).cfg(|c| c.initial_cwnd = 30).software_gso().start();
+        expect_tx!(h, 0..30);
+        assert_eq!(h.handed, vec![1; 30], "every segment handed on alone");
+        assert_eq!(h.s.counters.skbs_sent, 30);
+        h.at(2);
+        ack!(h, 2);
+        expect_tx!(h, none);
+        ack!(h, 12);
+        expect_tx!(h, 30..51);
+        assert_eq!(h.handed.len(), 51);
     }
 
     /// A 40 ms path in congestion avoidance, the goal 2 segments. An early

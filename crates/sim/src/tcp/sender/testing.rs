@@ -60,6 +60,7 @@ pub struct Setup {
     segments: Option<u32>,
     rtt_ms: u64,
     tso: bool,
+    software_gso: bool,
     tsq: bool,
 }
 
@@ -73,7 +74,7 @@ pub fn cubic() -> Setup {
 
 pub fn setup(cca: &str) -> Setup {
     let cca = make_cca(cca, &Default::default()).expect("a registered algorithm");
-    Setup { cca, cfg: TcpConfig::default(), segments: None, rtt_ms: 100, tso: false, tsq: false }
+    Setup { cca, cfg: TcpConfig::default(), segments: None, rtt_ms: 100, tso: false, software_gso: false, tsq: false }
 }
 
 impl Setup {
@@ -92,6 +93,14 @@ impl Setup {
     /// With segmentation offload (`[hosts] tso`; default off here).
     pub fn tso(mut self) -> Setup {
         self.tso = true;
+        self
+    }
+
+    /// With segmentation offload in software (`[hosts] tso = false`): the
+    /// device segments each super-packet as it leaves.
+    pub fn software_gso(mut self) -> Setup {
+        self.tso = true;
+        self.software_gso = true;
         self
     }
 
@@ -125,6 +134,7 @@ impl Setup {
             handed: Vec::new(),
         };
         h.s.tso = self.tso;
+        h.s.segment_at_device = self.software_gso;
         if self.tsq {
             h.s.tsq = Some(Default::default());
         }
