@@ -277,16 +277,17 @@ impl TcpReceiver {
         self.accecn = true;
     }
 
-    /// The receiving application reads after a wait drawn from `wait` from
-    /// the moment in-order data becomes readable (its wake-up and the
-    /// scheduler's delay; measured on the kernel, docs/fidelity.md), and
-    /// the in-order ACKs wait for its reads (module doc).
     /// Draws where the empty buffer's window falls within a window-scale
     /// unit (uniformly: it follows the autotuned buffer size).
     pub fn set_window_phase(&mut self, mut rng: Rng) {
         self.window_phase = 1 + rng.below(self.window_unit as u64) as u32;
     }
 
+    /// The receiving application reads after a wait drawn from `wait` from
+    /// the moment in-order data becomes readable (its wake-up and the
+    /// scheduler's delay; measured on the kernel, docs/fidelity.md), and
+    /// the in-order ACKs wait for its reads when the window would shrink
+    /// (module doc).
     pub fn set_app_reads(&mut self, wait: Dist, rng: Rng) {
         self.read_wait = Some((Sampler::new(wait), rng));
     }
@@ -1019,10 +1020,9 @@ mod tests {
         assert!(a.iter().all(|a| a.ack == 0 && a.sack.n == 0));
     }
 
-    /// A receiver past quick-ACK mode whose application reads after 100 us.
-    /// Reads 100 us after data becomes readable; the empty buffer's window
-    /// at the bottom of its window-scale unit, so that any queued segment
-    /// shrinks it.
+    /// A receiver past quick-ACK mode whose application reads 100 us after
+    /// data becomes readable; the empty buffer's window at the bottom of its
+    /// window-scale unit, so that any queued segment shrinks it.
     fn reading_after_100us() -> TcpReceiver {
         let mut r = established();
         r.set_app_reads(Dist::Constant { value: 100_000.0 }, Rng::stream(1, "t"));

@@ -102,6 +102,8 @@ impl TcpSender {
     /// counts as one skb, leaves as one packet (a bundle of its segments;
     /// the network splits it where it acts per segment), and is paced and
     /// charged to TCP Small Queues by its payload, as Linux sends an skb.
+    /// With `segment_at_device` the device segments it in software: its
+    /// segments leave as packets of their own and the device counts them.
     fn send_skb(&mut self, n: u32, out: &mut Vec<Packet>, mut segment: impl FnMut(&mut Self, u32, &mut Vec<Packet>)) {
         self.skb_bytes = Some(0);
         // The device's count: segments when it segments in software.
