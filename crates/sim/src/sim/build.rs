@@ -169,7 +169,7 @@ fn endpoints(
     // Linux's TCP always builds super-packets (GSO); a device without
     // segmentation offload segments them in software as they leave.
     sender.tso = (hosts.tso || hosts.gso) && !per_packet;
-    sender.segment_at_device = !hosts.tso;
+    sender.segment_at_device = sender.tso && !hosts.tso;
     sender.tsq = hosts.tsq.then(Default::default);
     sender.write_queue = hosts.write_queue.then(|| WriteQueue::new(tcp.mss));
     sender.tso_defer = hosts.tso_defer;

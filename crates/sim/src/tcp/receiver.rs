@@ -199,6 +199,7 @@ impl TcpReceiver {
             None => (None, cfg.mss),
         };
         let rcvbuf_segments = (cfg.rcvbuf / cfg.mss as u64).clamp(1, u32::MAX as u64 / 4) as u32;
+        let window_unit = 1 << rcv_wscale(cfg.rcvbuf);
         TcpReceiver {
             flow,
             mss: cfg.mss,
@@ -251,8 +252,8 @@ impl TcpReceiver {
             read_wait: None,
             read_due: None,
             copied: 0,
-            window_unit: 1 << rcv_wscale(cfg.rcvbuf),
-            window_phase: 1 << rcv_wscale(cfg.rcvbuf),
+            window_unit,
+            window_phase: window_unit,
             rcv_wnd: EMPTY_WINDOW,
             pushed: false,
             bytes_delivered: 0,
@@ -596,9 +597,8 @@ impl TcpReceiver {
         // Linux: more than one full segment unacknowledged, and either
         // nothing unread (`rcv_nxt - copied_seq < sk_rcvlowat`, 1 byte) or a
         // window not smaller than the last one advertised.
-        let window_not_smaller = self.free_window(self.queued()) >= self.rcv_wnd;
-        let more_than_one_full_segment =
-            self.more_than_one_segment_unacked() && (self.unread() == 0 || window_not_smaller);
+        let more_than_one_full_segment = self.more_than_one_segment_unacked()
+            && (self.unread() == 0 || self.free_window(self.queued()) >= self.rcv_wnd);
         if !self.delayed_ack || more_than_one_full_segment || self.quick > 0 || self.ack_now {
             if self.batching {
                 // Linux defers it to `tcp_release_cb`, the end of the batch.
