@@ -517,6 +517,9 @@ class DepartureTrace:
     loss. The instance is removed whatever happens."""
 
     def __init__(self, buffer_kb: int = 65536):
+        if not (TRACEFS / "instances").is_dir():
+            # A fresh machine may not have tracefs mounted yet.
+            subprocess.run(["mount", "-t", "tracefs", "nodev", str(TRACEFS)], check=True, capture_output=True)
         self.dir = TRACEFS / "instances" / f"ccarena-departures-{os.getpid()}"
         self.dir.mkdir()
         try:

@@ -102,6 +102,12 @@ pub struct DataSegment {
     pub ect1: bool,
     /// Congestion Window Reduced (the sender reacted to ECE).
     pub cwr: bool,
+    /// The PSH flag. Linux's `__tcp_transmit_skb` sets it on every skb of
+    /// more than one segment (so that the receiver's GRO flushes there) and
+    /// `tcp_push` on the last skb of an application's write; segmentation
+    /// leaves it on the skb's last segment only. In a bundle it stands for
+    /// the last segment's flag.
+    pub psh: bool,
     /// The super-packet the segment left in (host/tso.rs).
     pub gso: Gso,
 }
@@ -327,6 +333,7 @@ impl Packet {
                     p.wire_bytes = HEADER_BYTES + d.gso.tail;
                 }
                 d.cwr &= i == 0;
+                d.psh &= last;
                 d.gso = Gso { segs: d.gso.segs, index: i as u16, whole: d.gso.whole, bundle: false, tail: 0 };
             }
         }
@@ -342,6 +349,7 @@ impl Packet {
         if let (Payload::Data(d), Payload::Data(last)) = (&mut b.payload, segs[segs.len() - 1].payload) {
             d.gso.bundle = true;
             d.gso.tail = last.payload;
+            d.psh = last.psh;
         }
         b
     }
@@ -359,6 +367,7 @@ impl Packet {
         if let Payload::Data(d) = &mut b.payload {
             d.gso.bundle = true;
             d.gso.tail = dn.payload;
+            d.psh = dn.psh;
         }
         segs.iter().enumerate().all(|(i, s)| b.segment(i as u32) == *s).then_some(b)
     }
@@ -372,7 +381,7 @@ mod tests {
     fn full_segment_is_1500_bytes() {
         let p = Packet::data(
             0,
-            DataSegment { seq: 0, payload: 1448, tsval: 0, retransmission: false, ce: false, ect: false, ect1: false, cwr: false, gso: Default::default() },
+            DataSegment { seq: 0, payload: 1448, tsval: 0, retransmission: false, ce: false, ect: false, ect1: false, cwr: false, psh: false, gso: Default::default() },
         );
         assert_eq!(p.wire_bytes, 1500);
     }
@@ -416,7 +425,7 @@ mod tests {
     fn a_bundle_gives_back_the_segments_it_was_made_of() {
         let seg = |i: u16, payload: u32, cwr: bool| {
             let gso = Gso { segs: 3, index: i, ..Gso::default() };
-            let mut p = Packet::data(4, DataSegment { seq: (u32::MAX - 1).wrapping_add(i as u32), payload, tsval: 9, retransmission: false, ce: false, ect: true, ect1: false, cwr, gso });
+            let mut p = Packet::data(4, DataSegment { seq: (u32::MAX - 1).wrapping_add(i as u32), payload, tsval: 9, retransmission: false, ce: false, ect: true, ect1: false, cwr, psh: false, gso });
             p.epoch = 2;
             p
         };

@@ -191,7 +191,7 @@ mod tests {
     use crate::packet::DataSegment;
 
     fn seg(seq: u32) -> Packet {
-        Packet::data(0, DataSegment { seq, payload: 1448, tsval: 0, retransmission: false, ce: false, ect: false, ect1: false, cwr: false, gso: Default::default() })
+        Packet::data(0, DataSegment { seq, payload: 1448, tsval: 0, retransmission: false, ce: false, ect: false, ect1: false, cwr: false, psh: false, gso: Default::default() })
     }
 
     fn seq(p: &Packet) -> u32 {

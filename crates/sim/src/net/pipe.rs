@@ -205,7 +205,7 @@ mod tests {
         use crate::packet::{DataSegment, Gso};
         let seg = |i: u16| {
             let gso = Gso { segs: 3, index: i, whole: false, ..Gso::default() };
-            Packet::data(0, DataSegment { seq: 10 + i as u32, payload: 1448, tsval: 0, retransmission: false, ce: false, ect: false, ect1: false, cwr: false, gso })
+            Packet::data(0, DataSegment { seq: 10 + i as u32, payload: 1448, tsval: 0, retransmission: false, ce: false, ect: false, ect1: false, cwr: false, psh: false, gso })
         };
         // 1500 bytes at 1.2 Gbit/s: 10 us each; 100 us of delay.
         let mut p = Pipe::new(Some(Rate(1_200_000_000)), Dur::from_us(100));
@@ -232,7 +232,7 @@ mod tests {
         let segs: Vec<Packet> = (0..3u16)
             .map(|i| {
                 let gso = Gso { segs: 3, index: i, ..Gso::default() };
-                Packet::data(0, DataSegment { seq: 10 + i as u32, payload: 1448, tsval: 0, retransmission: false, ce: false, ect: false, ect1: false, cwr: false, gso })
+                Packet::data(0, DataSegment { seq: 10 + i as u32, payload: 1448, tsval: 0, retransmission: false, ce: false, ect: false, ect1: false, cwr: false, psh: false, gso })
             })
             .collect();
         let skb = Packet::bundle_of(&segs).unwrap();

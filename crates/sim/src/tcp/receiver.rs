@@ -175,9 +175,10 @@ pub struct TcpReceiver {
     /// The window the last ACK advertised, in bytes (Linux `rcv_wnd`), on the
     /// scale of `free_window`.
     rcv_wnd: i64,
-    /// A segment shorter than a full one arrived since the last ACK (Linux
-    /// ICSK_ACK_PUSHED from `tcp_measure_rcv_mss`): a read that takes all
-    /// that is readable acknowledges it at once.
+    /// A segment shorter than a full one, or a full one with PSH, arrived in
+    /// order since the last ACK (Linux ICSK_ACK_PUSHED from
+    /// `tcp_measure_rcv_mss`): a read that empties the buffer acknowledges it
+    /// at once.
     pushed: bool,
 
     pub bytes_delivered: u64,
@@ -438,7 +439,12 @@ impl TcpReceiver {
             self.enter_quickack_mode(MAX_QUICKACKS);
             self.ack_scheduled = true;
         } else if seq == self.rcv_nxt {
-            self.data_readable(now, seq);
+            // Linux `tcp_measure_rcv_mss`: a short segment (the end of a
+            // transfer here) and, since 6.6, a full-sized one with PSH (the
+            // end of a write) are pushed: the read that empties the buffer
+            // acknowledges them.
+            self.pushed |= d.psh || d.payload < self.mss;
+            self.data_readable(now);
             self.rcv_nxt += 1;
             self.bytes_delivered += self.payload(seq);
             self.event_data_recv(now);
@@ -701,16 +707,11 @@ impl TcpReceiver {
         self.rcv_nxt.wrapping_sub(self.rcv_wup) >= 2
     }
 
-    /// In-order segment `seq` (and whatever it joins up with) has become
-    /// readable: the application, if it is not already due to read, wakes
-    /// up and reads after its wait.
+    /// In-order data has become readable: the application, if it is not
+    /// already due to read, wakes up and reads after its wait.
     #[inline]
-    fn data_readable(&mut self, now: Time, seq: u32) {
+    fn data_readable(&mut self, now: Time) {
         let Some((wait, rng)) = &mut self.read_wait else { return };
-        self.pushed |= match self.app_segments {
-            Some(n) if seq + 1 == n => self.tail_payload < self.mss,
-            _ => false,
-        };
         if self.read_due.is_none() {
             let ns = wait.sample(rng).max(0.0).round() as u64;
             self.read_due = Some(Time(now.0 + ns));
@@ -718,13 +719,15 @@ impl TcpReceiver {
     }
 
     /// The application reads everything readable; Linux `tcp_cleanup_rbuf`
-    /// then acknowledges if more than one full segment is unacknowledged or
-    /// a short segment (the end of a transfer) was among what it read; a
-    /// single full segment is left to the delayed-ACK timer.
+    /// then acknowledges if more than one full segment is unacknowledged, or
+    /// if a pushed segment (a short one, or a full one with PSH) was among
+    /// what it read and the buffer is empty (`sk_rmem_alloc`: no
+    /// out-of-order data either); otherwise a single full segment is left to
+    /// the delayed-ACK timer.
     fn app_read(&mut self, now: Time, out: &mut Vec<Packet>) {
         self.read_due = None;
         self.copied = self.rcv_nxt;
-        if self.ack_scheduled && (self.more_than_one_segment_unacked() || self.pushed) {
+        if self.ack_scheduled && (self.more_than_one_segment_unacked() || (self.pushed && self.ooo.is_empty())) {
             self.send_ack(now, out);
         }
     }
@@ -913,7 +916,7 @@ mod tests {
     use super::*;
 
     fn seg(seq: u32) -> DataSegment {
-        DataSegment { seq, payload: 1448, tsval: seq + 1, retransmission: false, ce: false, ect: false, ect1: false, cwr: false, gso: Default::default() }
+        DataSegment { seq, payload: 1448, tsval: seq + 1, retransmission: false, ce: false, ect: false, ect1: false, cwr: false, psh: false, gso: Default::default() }
     }
 
     fn established() -> TcpReceiver {
@@ -1114,6 +1117,28 @@ mod tests {
         r.on_timer(Time(t0.0 + 300_000), TimerKind::DelAck, &mut out);
         assert!(acks(&out).is_empty());
         assert!(r.delack_timer.is_some());
+    }
+
+    /// Since Linux 6.6 a full segment with PSH (the last of a super-packet,
+    /// the end of a write) is acknowledged by the read that empties the
+    /// buffer; the same segment without PSH waits for the delayed-ACK timer.
+    #[test]
+    fn the_read_of_a_full_segment_with_psh_acknowledges_it() {
+        for psh in [false, true] {
+            let mut r = reading_after_100us();
+            let mut out = vec![];
+            let t0 = Time::from_ms(100);
+            for i in 0..2u32 {
+                r.on_data(Time(t0.0 + i as u64 * 30_000), &seg(i), &mut out);
+            }
+            r.on_timer(Time(t0.0 + 100_000), TimerKind::DelAck, &mut out);
+            out.clear();
+            r.on_data(Time(t0.0 + 200_000), &DataSegment { psh, ..seg(2) }, &mut out);
+            assert!(acks(&out).is_empty(), "one segment unread: the ACK waits for the read");
+            r.on_timer(Time(t0.0 + 300_000), TimerKind::DelAck, &mut out);
+            let want: Vec<u32> = if psh { vec![3] } else { vec![] };
+            assert_eq!(acks(&out).iter().map(|a| a.ack).collect::<Vec<_>>(), want, "psh: {psh}");
+        }
     }
 
     /// The short last segment of a transfer is acknowledged by the read that

@@ -472,6 +472,7 @@ mod tests {
                 ect: ecn != Ecn::NotEct,
                 ect1: matches!(ecn, Ecn::Ect1 | Ecn::Ce),
                 cwr: false,
+                psh: false,
                 gso: Default::default(),
             },
         )

@@ -339,7 +339,7 @@ mod tests {
         let mut q = fq(100);
         // Flow 0 holds 90 packets, flow 1 holds 10.
         for i in 0..90 {
-            assert!(matches!(q.enqueue(Time(0), Packet::data(0, crate::packet::DataSegment { seq: i, payload: 1448, tsval: 0, retransmission: false, ce: false, ect: false, ect1: false, cwr: false, gso: Default::default() })), Enqueued::Accepted));
+            assert!(matches!(q.enqueue(Time(0), Packet::data(0, crate::packet::DataSegment { seq: i, payload: 1448, tsval: 0, retransmission: false, ce: false, ect: false, ect1: false, cwr: false, psh: false, gso: Default::default() })), Enqueued::Accepted));
         }
         for _ in 0..10 {
             let _ = q.enqueue(Time(0), small(1, 1500));

@@ -55,7 +55,7 @@ pub(crate) mod testutil {
 
     /// A full-size data segment of `flow` (1500 wire bytes), ECN-capable or not.
     pub fn seg(flow: u32, seq: u32, ect: bool) -> Packet {
-        Packet::data(flow, DataSegment { seq, payload: 1448, tsval: 0, retransmission: false, ce: false, ect, ect1: false, cwr: false, gso: Default::default() })
+        Packet::data(flow, DataSegment { seq, payload: 1448, tsval: 0, retransmission: false, ce: false, ect, ect1: false, cwr: false, psh: false, gso: Default::default() })
     }
 
     pub fn is_ce(p: &Packet) -> bool {

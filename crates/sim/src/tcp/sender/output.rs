@@ -117,6 +117,13 @@ impl TcpSender {
                 d.gso = Gso { segs: n.min(u16::MAX as u32) as u16, index: i.min(u16::MAX as u32) as u16, whole: false, ..Gso::default() };
             }
         }
+        if n > 1 {
+            // `__tcp_transmit_skb` pushes every skb of more than one
+            // segment; segmentation leaves the flag on its last segment.
+            if let Some(Packet { payload: Payload::Data(d), .. }) = out.last_mut() {
+                d.psh = true;
+            }
+        }
         if n > 1 && n <= u16::MAX as u32 && !self.segment_at_device {
             let first = out.len() - n as usize;
             let skb = Packet::bundle_unchecked(&out[first..]);
@@ -208,6 +215,9 @@ impl TcpSender {
             ect,
             ect1: ect && self.ca_wants_ect_1,
             cwr,
+            // `tcp_push` marks the application's last write; a finite
+            // transfer is written at once, so its last segment carries PSH.
+            psh: self.app_segments == Some(seq + 1),
             gso: Default::default(),
         };
         let pkt = Packet::data(self.flow, seg);
@@ -522,6 +532,27 @@ mod tso_scripts {
         ack!(h, 12);
         expect_tx!(h, 30..51);
         assert_eq!(h.handed.len(), 51);
+    }
+
+    /// Every skb of more than one segment leaves with PSH on its last
+    /// segment (Linux `__tcp_transmit_skb`), with offloads or segmented in
+    /// software; an skb of one segment only at the end of the application's
+    /// write (`tcp_push`): here the 40-segment transfer's last.
+    #[test]
+    fn skbs_of_several_segments_and_the_writes_end_are_pushed() {
+        for software in [false, true] {
+            let setup = reno().rtt(1).segments(40).cfg(|c| c.initial_cwnd = 30);
+            let mut h = if software { setup.software_gso() } else { setup.tso() }.start();
+            expect_tx!(h, 0..30);
+            assert_eq!(h.pushed, vec![14, 29], "two skbs of 15");
+            h.at(2);
+            ack!(h, 30);
+            expect_tx!(h, 30..40);
+            assert_eq!(h.pushed, vec![14, 29, 39], "software: {software}");
+        }
+        let mut h = reno().rtt(1).segments(3).cfg(|c| c.initial_cwnd = 30).start();
+        expect_tx!(h, 0..3);
+        assert_eq!(h.pushed, vec![2], "one segment per skb: the write's end alone");
     }
 
     /// A 40 ms path in congestion avoidance, the goal 2 segments. An early

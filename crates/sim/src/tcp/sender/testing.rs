@@ -132,6 +132,7 @@ impl Setup {
             ts_recent: 0,
             ect_sent: Vec::new(),
             handed: Vec::new(),
+            pushed: Vec::new(),
         };
         h.s.tso = self.tso;
         h.s.segment_at_device = self.software_gso;
@@ -172,6 +173,8 @@ pub struct Harness {
     /// Segments in each packet the sender handed the network (a
     /// super-packet is one packet, a bundle), in order.
     pub handed: Vec<u32>,
+    /// Segments sent with PSH, in order.
+    pub pushed: Vec<u32>,
 }
 
 /// The ACK a script feeds: built by `ack!`.
@@ -337,6 +340,9 @@ impl Harness {
             self.sent.push(Tx { seq: d.seq, rtx: d.retransmission, cwr: d.cwr });
             if d.ect {
                 self.ect_sent.push(d.seq);
+            }
+            if d.psh {
+                self.pushed.push(d.seq);
             }
         }
     }
