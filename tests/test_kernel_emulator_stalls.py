@@ -117,3 +117,29 @@ def test_the_like_with_like_column_is_counted_as_the_simulators_is():
     assert within_spread(table) == (0, 1)
     assert like_with_like_summary(table) == "simulator from the kernel's starts and stalls within the kernel's spread: 1 of 1 cells"
     assert like_with_like_summary(table[table.case == "d"]).endswith("no cell compared")
+
+
+def test_kernel_runs_that_did_not_hold_the_set_up_are_left_out_and_said_so():
+    from ccarena.experiments.crosscheck import held_setup, held_summary, ratio_factors, shortest_rtt_us
+
+    doc = {"flows": [{"cca": "reno", "rtt": "40ms"}, {"cca": "reno", "rtt": "10ms"}]}
+    assert shortest_rtt_us(doc) == 10_000
+    assert held_setup(999.0, 10_000) and not held_setup(1000.0, 10_000)
+    assert held_setup(float("nan"), 10_000)  # no delay program: nothing says otherwise
+    # Case c: three kernel runs, the third 30 ms late; case d: one of two held.
+    rows = [{"case": "c", "backend": "linux", "seed": k, "utilization": u, "ratio": 0.5, "emulator_late_us": late, "held": late < 1000}
+            for k, (u, late) in enumerate([(0.95, 60.0), (0.97, 80.0), (0.80, 30_000.0)], 1)]
+    rows += [{"case": "c", "backend": "sim", "seed": k, "utilization": 0.96, "ratio": 0.5} for k in (1, 2, 3)]
+    rows += [{"case": "d", "backend": "linux", "seed": k, "utilization": 0.9, "ratio": 0.4, "emulator_late_us": late, "held": late < 1000}
+             for k, late in ((1, 50.0), (2, 5000.0))]
+    rows += [{"case": "d", "backend": "sim", "seed": k, "utilization": 0.5, "ratio": 0.9} for k in (1, 2)]
+    table = summarise(pd.DataFrame(rows), ["c", "d"])
+    c = table[table.case == "c"].set_index("metric")
+    assert c.loc["utilization", "kernel"] == pytest.approx(0.96) and c.loc["utilization", "repetitions"] == 2
+    assert c.loc["utilization", "kernel_runs"] == 3
+    assert c.loc["emulator_late_us", "kernel"] == pytest.approx(30_140 / 3)  # the testbed's row keeps every run
+    # d has one held run: compared nowhere, though its simulator is far off.
+    assert within_spread(table) == (2, 2)
+    assert [case for case, _ in ratio_factors(table)] == ["c"]
+    assert held_summary(table).endswith("left out: 2 of 5 (c 1 of 3, d 1 of 2); a case left with one run or none is compared nowhere")
+    assert held_summary(table[table.case == "c"].assign(kernel_runs=2)) == "kernel runs that did not hold the set-up: none"
