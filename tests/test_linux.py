@@ -604,10 +604,11 @@ def test_ratio_factors_and_summary():
     from ccarena.experiments.crosscheck import ratio_factors, ratio_summary
 
     table = pd.DataFrame([
-        {"case": "a", "metric": "ratio", "sim": 0.3, "kernel": 0.6},
-        {"case": "b", "metric": "ratio", "sim": 0.8, "kernel": 0.7},
-        {"case": "b", "metric": "share0", "sim": 0.1, "kernel": 0.9},
-        {"case": "c", "metric": "ratio", "sim": float("nan"), "kernel": 0.5},
+        {"case": "a", "metric": "ratio", "sim": 0.3, "kernel": 0.6, "repetitions": 3},
+        {"case": "b", "metric": "ratio", "sim": 0.8, "kernel": 0.7, "repetitions": 3},
+        {"case": "b", "metric": "share0", "sim": 0.1, "kernel": 0.9, "repetitions": 3},
+        {"case": "c", "metric": "ratio", "sim": float("nan"), "kernel": 0.5, "repetitions": 3},
+        {"case": "d", "metric": "ratio", "sim": 0.1, "kernel": 0.5, "repetitions": 1},  # one kernel run: no spread
     ])
     assert ratio_factors(table) == [("a", 2.0), ("b", 0.8 / 0.7)]
     assert ratio_summary(table) == "throughput ratio within 1.5x of the kernel's mean: 1 of 2 cases (largest factor 2.00, a)"
