@@ -1,0 +1,49 @@
+"""The simulator against kernel runs stored in the repository
+(validation/kernel/: `ccarena validate` sets taken on the project's
+machine, docs/fidelity.md cites them). The kernel is not run here: its
+stored runs are the reference. On each set the simulator must stay where
+it stands, which is within the issue's first bar (its mean within the
+kernel's spread in at least 80 % of the cells) and, but for the ratios
+named (docs/fidelity.md, "Left open"), its second (every throughput ratio
+within 1.5x of the kernel's mean). Short tier: 5 simulator seeds a case
+on the 400 Mbit/s set; full: 20, and the 100 Mbit/s and 1 Gbit/s set as
+well."""
+
+from pathlib import Path
+
+import pytest
+
+from conftest import FULL
+from ccarena.experiments.crosscheck import RATIO_FACTOR_LIMIT, ratio_factors, run_validation, within_spread
+
+STORED = Path(__file__).resolve().parents[1] / "validation" / "kernel"
+#: Each set, and the cases whose ratio is known to lie outside 1.5x.
+SETS = {"paper-quick-20261128-040016": set()}
+if FULL:
+    SETS["paper-rates-20261128-043845"] = {"reno-1000M-10v40ms-10ms"}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kernel_set", sorted(SETS))
+def test_the_simulator_agrees_with_the_stored_kernel_runs(kernel_set, tmp_path):
+    table, _ = run_validation(kernel_runs=STORED / kernel_set, sim_repetitions=20 if FULL else 5, out_root=tmp_path)
+    ok, cells = within_spread(table)
+    assert cells >= 32 and ok >= 0.8 * cells, f"{ok} of {cells} cells within the kernel's spread"
+    factors = ratio_factors(table)
+    outside = {case for case, f in factors if f > RATIO_FACTOR_LIMIT}
+    assert len(factors) == cells // 8 and outside <= SETS[kernel_set], factors
+
+
+def test_stored_kernel_runs_that_did_not_hold_their_set_up_are_counted():
+    # The offloads-off set at 400 Mbit/s: this machine could not hold it in
+    # 8 of its 20 runs (the delay emulator 1-65 ms late). Only the kernel
+    # side is read: no simulator run needed for the count.
+    from ccarena.experiments.crosscheck import emulator_lateness_us, held_setup, shortest_rtt_us, stored_kernel_cases
+    from ccarena.results.result import load_result
+
+    directory = STORED / "paper-quick-20261128-041041-offloads-off"
+    cases, reps, overrides = stored_kernel_cases(directory)
+    assert overrides == {"hosts.tso": False} and reps == 5
+    unheld = sum(not held_setup(emulator_lateness_us(load_result(directory / "runs" / cid / f"linux-seed{k}").record), shortest_rtt_us(doc))
+                 for cid, doc in cases for k in range(1, reps + 1))
+    assert unheld == 8
