@@ -47,3 +47,26 @@ def test_stored_kernel_runs_that_did_not_hold_their_set_up_are_counted():
     unheld = sum(not held_setup(emulator_lateness_us(load_result(directory / "runs" / cid / f"linux-seed{k}").record), shortest_rtt_us(doc))
                  for cid, doc in cases for k in range(1, reps + 1))
     assert unheld == 8
+
+
+def test_the_standing_tool_sums_the_kept_sets():
+    import importlib.util
+
+    import pandas as pd
+
+    from ccarena.experiments.crosscheck import summarise
+
+    spec = importlib.util.spec_from_file_location("standing", Path(__file__).resolve().parents[1] / "tools" / "standing.py")
+    standing = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(standing)
+    # One case, three kernel runs (one unheld): utilisation inside the
+    # spread, ratio 1.6x away from the kernel's.
+    rows = [{"case": "c", "backend": "linux", "seed": k, "utilization": u, "ratio": 0.5, "emulator_late_us": late, "held": late < 1000}
+            for k, (u, late) in enumerate([(0.95, 60.0), (0.97, 80.0), (0.5, 9000.0)], 1)]
+    rows += [{"case": "c", "backend": "sim", "seed": k, "utilization": 0.96, "ratio": 0.8} for k in (1, 2, 3)]
+    row = standing.standing_row("s", summarise(pd.DataFrame(rows), ["c"]))
+    assert (row["cells"], row["within"], row["ratios"], row["ratios_within"]) == (2, 1, 1, 0)
+    assert (row["held_runs"], row["kernel_runs"], row["worst_ratio_factor"]) == (2, 3, 1.6)
+    table = standing.as_markdown([row, {**row, "set": "t"}], {"t": {"hosts.tso": False}})
+    assert "| t | `hosts.tso=False` | 2 of 3 | 1 of 2 |" in table
+    assert table.splitlines()[-1].startswith("| **all** | | | **2 of 4** (50%) |")
