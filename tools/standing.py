@@ -30,20 +30,20 @@ def standing_row(name: str, table) -> dict:
     """One set's figures: cells within the kernel's spread, cells that
     differ by the rank test, ratios within the limit, and the worst ratio."""
     ok, cells = within_spread(table)
-    compared = table[(table.repetitions > 1) & table.sim.notna() & table.kernel.notna()]
     factors = ratio_factors(table)
+    runs = table[table.metric == "utilization"]
     worst = max(factors, key=lambda cf: cf[1]) if factors else ("", float("nan"))
     return {
         "set": name,
         "cells": cells,
         "within": ok,
-        "differ": int(compared.differs.sum()),
+        "differ": int(table.differs.sum()),
         "ratios": len(factors),
         "ratios_within": sum(f <= RATIO_FACTOR_LIMIT for _, f in factors),
         "worst_ratio_case": worst[0],
         "worst_ratio_factor": round(worst[1], 2),
-        "kernel_runs": int(table[table.metric == "utilization"].kernel_runs.sum()) if "kernel_runs" in table else None,
-        "held_runs": int(table[table.metric == "utilization"].repetitions.sum()),
+        "kernel_runs": int(runs.kernel_runs.sum()),
+        "held_runs": int(runs.repetitions.sum()),
     }
 
 
