@@ -238,10 +238,22 @@ def test_return_stalls_are_off_by_default_and_hold_every_flows_acks_when_set():
     assert ccarena.run("bench", overrides={**base, "network.return_stalls": measured}).flows.throughput_mbps.tolist() == on
 
 
+def test_a_router_stalls_table_keeps_the_measured_default_of_what_it_leaves_out():
+    default = schema.default("network", "router_stalls")
+    often = Scenario.from_dict(doc(router_stalls={"every": "17ms"})).engine["network"]["router_stalls"]
+    assert often == {"every": 17_000_000, "duration": default["duration"]}
+    longer = Scenario.from_dict(doc(router_stalls={"duration": "1ms"})).engine["network"]["router_stalls"]
+    assert longer == {"every": default["every"], "duration": {"distribution": "constant", "value": 1_000_000}}
+    # The return path has no default stalls: both keys are needed there.
+    with pytest.raises(ScenarioError) as e:
+        Scenario.from_dict(doc(return_stalls={"every": "17ms"}))
+    assert e.value.field == "network.return_stalls.duration"
+
+
 @pytest.mark.parametrize("setting", ["router_stalls", "return_stalls"])
 @pytest.mark.parametrize(
     "value, field",
-    [("often", ""), ({"every": "1s"}, ".duration"), ({"every": "0s", "duration": "1ms"}, ".every"),
+    [("often", ""), ({"every": "0s", "duration": "1ms"}, ".every"),
      ({"every": "1s", "duration": "1ms", "cpu": 1}, ".cpu"), ({"every": "1s", "duration": {"distribution": "gamma"}}, ".duration")],
 )
 def test_stalls_errors_name_the_field(setting, value, field):

@@ -67,16 +67,28 @@ DEFAULT_START_JITTER = "10ms"
 def resolve_stalls(value: Any, where: str) -> dict | None:
     """``network.router_stalls`` or ``network.return_stalls`` in engine form:
     "none", or a table of ``every`` (mean time between stalls) and
-    ``duration`` (a distribution of durations, as for ``delay_noise``)."""
+    ``duration`` (a distribution of durations, as for ``delay_noise``).
+    Where the engine has a default stall process (the router's measured
+    one), a table that gives one of the two keeps the default's other, so
+    ``--set network.router_stalls.every=17ms`` makes the measured stalls
+    four times as frequent."""
     if value == "none":
         return None
     if not isinstance(value, dict):
         raise ScenarioError(where, f'expected "none" or a table with every and duration, got {excerpt(value)}')
     fields = schema.fields("router_stalls")
     check_keys(value, fields, where)
-    every = unit(parse_duration, require(value, "every", where), f"{where}.every")
-    schema.check_range(every, fields["every"], f"{where}.every", value["every"])
-    return {"every": every, "duration": resolve_dist(require(value, "duration", where), parse_duration, f"{where}.duration")}
+    default = schema.default("network", where.rsplit(".", 1)[-1]) or {}
+    if "every" in value or "every" not in default:
+        every = unit(parse_duration, require(value, "every", where), f"{where}.every")
+        schema.check_range(every, fields["every"], f"{where}.every", value["every"])
+    else:
+        every = default["every"]
+    if "duration" in value or "duration" not in default:
+        duration = resolve_dist(require(value, "duration", where), parse_duration, f"{where}.duration")
+    else:
+        duration = default["duration"]
+    return {"every": every, "duration": duration}
 
 
 @dataclass(frozen=True)
