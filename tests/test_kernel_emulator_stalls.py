@@ -102,6 +102,20 @@ def test_a_kernel_runs_stalls_come_from_its_measurement_window():
     assert kernel_run_stalls({**rec, "linux": {"delay_stats": {"late_mean_us": 30.0}}}) is None  # not logged
 
 
+def test_the_machines_stalls_over_a_millisecond_are_counted_after_the_warm_up():
+    from ccarena.experiments.crosscheck import machine_stalls_per_s
+
+    # 25 s after a 5 s warm-up: 50 stalls of 1.5 ms, 100 of 0.9 ms (under
+    # the floor), and one of 50 ms in the warm-up: 2 a second.
+    w = [[2_000_000, 50_000]] + [[int((5 + 0.5 * k) * 1e6), 1500] for k in range(50)]
+    w += [[int((5.1 + 0.25 * k) * 1e6), 900] for k in range(100)]
+    rec = {"backend": "linux", "warmup_ns": 5_000_000_000, "duration_ns": 30_000_000_000,
+           "linux": {"delay_stats": {"late_wakeups": sorted(w)}}}
+    assert machine_stalls_per_s(rec) == pytest.approx(2.0)
+    assert np.isnan(machine_stalls_per_s({"backend": "sim", "warmup_ns": 0, "duration_ns": 1}))
+    assert np.isnan(machine_stalls_per_s({**rec, "linux": {"delay_stats": {"late_mean_us": 30.0}}}))  # not logged
+
+
 def test_the_like_with_like_column_is_counted_as_the_simulators_is():
     from ccarena.experiments.crosscheck import like_with_like_summary
 

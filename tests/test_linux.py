@@ -475,7 +475,7 @@ def test_validate_ci_set(tmp_path):
     (d,) = list(tmp_path.iterdir())
     table = json.loads((d / "table.json").read_text())
     assert {r["metric"] for r in table} == {"share0", "ratio", "utilization", "retrans", "rtx_per_event", "both_lost", "seg_per_skb",
-                                            "acks_per_seg", "emulator_late_us", "steal_pct"}
+                                            "acks_per_seg", "emulator_late_us", "machine_stalls_1ms", "steal_pct"}
     util = [r for r in table if r["metric"] == "utilization"]
     assert all(r["kernel"] > 0.85 and r["sim"] > 0.85 for r in util)
     # Both backends' hosts hand their devices super-packets (tcp_tso_autosize
@@ -496,6 +496,8 @@ def test_validate_ci_set(tmp_path):
             assert 0 < r["kernel"] < 5000 and r["sim"] is None, r
         if r["metric"] == "steal_pct":
             assert 0 <= r["kernel"] < 100 and r["sim"] is None, r
+        if r["metric"] == "machine_stalls_1ms":
+            assert 0 <= r["kernel"] < 1000 and r["sim"] is None, r
     assert "within the kernel's spread:" in p.stdout
     assert (d / "table.md").exists() and (d / "runs" / "reno-50M-40v40ms" / "linux-seed1" / "record.json.gz").exists()
 
