@@ -30,6 +30,7 @@ if FULL:
     # RTT-fairness follows its machine's stalls").
     SETS["paper-quick-20261128-065750-120s"] = {"cubic-400M-10v40ms-10ms"}
     SETS["testbed-background-20261128-074621"] = set()
+    SETS["paper-quick-20261128-082012"] = set()
 
 
 @pytest.mark.slow
