@@ -232,9 +232,9 @@ def emulator_lateness_us(record: dict) -> float:
     return float(late) if isinstance(late, (int, float)) else float("nan")
 
 
-#: The stalls machine_stalls_per_s counts: as long as the longest of the
-#: simulator's default router stalls' body (net/stall.rs: p90 0.9 ms), the
-#: ones that decide which flows an overflow takes.
+#: The stalls machine_stalls_per_s counts: longer than nine in ten of the
+#: simulator's default router stalls (net/stall.rs: p90 0.9 ms), long
+#: enough to overflow a queue for both flows of a pair at once.
 MACHINE_STALL_FLOOR_US = 1000.0
 
 
@@ -245,7 +245,7 @@ def machine_stalls_per_s(record: dict) -> float:
     but the one that goes with the ratios: at 400 Mbit/s the kernel's short
     flows take more the more the machine stalls (docs/fidelity.md, "The
     kernel's RTT-fairness follows its machine's stalls"), and the simulator's
-    default stalls are a quiet hour's (about 1.5 a second). NaN where the
+    default stalls are a quiet hour's (about 1.6 a second). NaN where the
     program logged none (the simulator, runs stored before it did)."""
     late = window_lateness(backend_section(record).get("delay_stats"), record.get("warmup_ns", 0) / 1e9, record.get("duration_ns", 0) / 1e9)
     seconds = (record.get("duration_ns", 0) - record.get("warmup_ns", 0)) / 1e9
