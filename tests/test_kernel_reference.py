@@ -7,8 +7,9 @@ kernel's spread in at least 80 % of the cells) and, but for the ratios
 named (docs/fidelity.md, "Left open"), its second (every throughput ratio
 within 1.5x of the kernel's mean). Short tier: 5 simulator seeds a case
 on the 400 Mbit/s set and the 100 Mbit/s set with offloads off; full: 20,
-and the 100 Mbit/s and 1 Gbit/s set, the 120 s set and the testbed
-background's set as well."""
+and the 100 Mbit/s and 1 Gbit/s set, the 120 s set, the testbed
+background's set, a second 400 Mbit/s set and one of flows started
+together as well."""
 
 from pathlib import Path
 
@@ -31,6 +32,7 @@ if FULL:
     SETS["paper-quick-20261128-065750-120s"] = {"cubic-400M-10v40ms-10ms"}
     SETS["testbed-background-20261128-074621"] = set()
     SETS["paper-quick-20261128-082012"] = set()
+    SETS["paper-quick-20261128-083735-together"] = set()
 
 
 @pytest.mark.slow
