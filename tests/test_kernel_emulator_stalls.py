@@ -3,6 +3,7 @@ summary and as a `network.return_stalls` setting the simulator takes, and
 the validate table's kernel-only row of the emulator's lateness."""
 
 import importlib.util
+import math
 import os
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from ccarena import Scenario
 from ccarena.backends.linux.host import cpu_times
 from ccarena.experiments.crosscheck import emulator_lateness_us, stolen_cpu_pct, summarise, within_spread
 from ccarena.experiments.machine_stalls import kernel_run_stalls, stalls_setting, window_lateness
+from ccarena.scenario import schema
 from ccarena.scenario.document import parse_override
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -114,6 +116,30 @@ def test_the_machines_stalls_over_a_millisecond_are_counted_after_the_warm_up():
     assert machine_stalls_per_s(rec) == pytest.approx(2.0)
     assert np.isnan(machine_stalls_per_s({"backend": "sim", "warmup_ns": 0, "duration_ns": 1}))
     assert np.isnan(machine_stalls_per_s({**rec, "linux": {"delay_stats": {"late_mean_us": 30.0}}}))  # not logged
+
+
+def test_the_stalls_line_gives_the_kernel_runs_range_beside_the_simulators_default():
+    from ccarena.experiments.crosscheck import stalls_summary
+    from ccarena.experiments.machine_stalls import stalls_over_per_s
+
+    # The default: 15 stalls a second, 2.5 % in the tail above 2 ms, and of
+    # the lognormal body below 2 ms (median 250 us, sigma 1) the share above
+    # 1 ms: (Phi(ln 8) - Phi(ln 4)) / Phi(ln 8).
+    phi = lambda z: 0.5 * math.erfc(-z / math.sqrt(2))  # noqa: E731
+    body = (phi(math.log(8)) - phi(math.log(4))) / phi(math.log(8))
+    expected = 1e9 / 67e6 * (0.025 + 0.975 * body)
+    assert stalls_over_per_s(schema.default("network", "router_stalls"), 1e6) == pytest.approx(expected)
+    assert expected == pytest.approx(1.32, abs=0.01)
+    assert stalls_over_per_s({"every": 10e6, "duration": {"distribution": "constant", "value": 2e6}}, 1e6) == pytest.approx(100)
+    assert stalls_over_per_s({"every": 10e6, "duration": {"distribution": "constant", "value": 5e5}}, 1e6) == 0
+    assert stalls_over_per_s(None, 1e6) is None
+    rows = [{"case": c, "backend": "linux", "seed": k, "utilization": 0.95, "machine_stalls_1ms": v}
+            for c, vs in (("a", (1.4, 2.0)), ("b", (9.0, 15.0))) for k, v in enumerate(vs, 1)]
+    rows += [{"case": c, "backend": "sim", "seed": 1, "utilization": 0.96, "machine_stalls_1ms": float("nan")} for c in "ab"]
+    line = stalls_summary(summarise(pd.DataFrame(rows), ["a", "b"]))
+    assert line.startswith("machine's stalls over 1 ms: 1.4-15.0 a second over the kernel runs (the simulator's default router stalls: 1.3 a second")
+    old = [{k: v for k, v in r.items() if k != "machine_stalls_1ms"} for r in rows]  # runs stored before the row existed
+    assert stalls_summary(summarise(pd.DataFrame(old), ["a", "b"])).startswith("machine's stalls over 1 ms: not logged")
 
 
 def test_the_like_with_like_column_is_counted_as_the_simulators_is():

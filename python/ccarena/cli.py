@@ -685,7 +685,7 @@ def validate(
     from .present.tables import Column, Listing
     from .experiments.crosscheck import (
         METRICS, VALIDATION_SETS, fmt_diff, format_metric, format_p, rank_summary, ratio_summary, repetitions_text, run_validation,
-        held_summary, like_with_like_summary, stored_set_name, validation_cases, within_spread,
+        held_summary, like_with_like_summary, stalls_summary, stored_set_name, validation_cases, within_spread,
     )
 
     for s in sets or []:
@@ -739,6 +739,7 @@ def validate(
     out.print(rank_summary(table))
     out.print(like_with_like_summary(table))
     out.print(held_summary(table))
+    out.print(stalls_summary(table))
     out.print(f"stored in [bold]{where}[/bold] (table.md, table.json, table.parquet, runs/)")
 
 

@@ -13,6 +13,8 @@ empirical distribution of their percentiles)."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 #: The percentiles an empirical `duration` keeps.
@@ -67,3 +69,21 @@ def kernel_run_stalls(record: dict) -> dict | None:
     if late is None or len(late) < 2 or end <= start:
         return None
     return stalls_setting(late, end - start)
+
+
+def stalls_over_per_s(setting: dict | None, floor_ns: float) -> float | None:
+    """How many stalls longer than `floor_ns` a second a stall setting in
+    engine form (`every`, `duration`) draws, for the duration kinds whose
+    tail has a closed form (a constant, the default's lognormal body joined
+    to a Pareto tail with its `tail` share given); None for others."""
+    if not setting:
+        return None
+    d, rate = setting["duration"], 1e9 / setting["every"]
+    if d.get("distribution") == "constant":
+        return rate * (d["value"] > floor_ns)
+    if d.get("distribution") == "lognormal_pareto" and d.get("tail") is not None and d["k"] > floor_ns:
+        def phi(x: float) -> float:
+            return 0.5 * math.erfc(-(math.log(x) - d["mu"]) / d["sigma"] / math.sqrt(2))
+        # The body is the lognormal below k, renormalised; the tail lies above k.
+        return rate * (d["tail"] + (1 - d["tail"]) * (phi(d["k"]) - phi(floor_ns)) / phi(d["k"]))
+    return None
