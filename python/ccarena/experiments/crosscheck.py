@@ -59,6 +59,7 @@ from ..backends.sim import SIM
 from ..errors import UsageError
 from .machine_stalls import backend_section, kernel_run_stalls, stalls_over_per_s, window_lateness
 from ..results.result import load_result
+from ..scenario import schema
 from ..scenario.catalogue import engine_cca_names
 from ..scenario.model import Scenario
 from ..scenario.traffic import BACKGROUNDS
@@ -684,8 +685,6 @@ def stalls_summary(table: pd.DataFrame) -> str:
     second, beside what the simulator's default router stalls draw."""
     rows = table[table.metric == "machine_stalls_1ms"] if "metric" in table.columns else table.iloc[0:0]
     lo, hi = rows.kernel_min.min() if len(rows) else float("nan"), rows.kernel_max.max() if len(rows) else float("nan")
-    from ..scenario import schema
-
     default = stalls_over_per_s(schema.default("network", "router_stalls"), MACHINE_STALL_FLOOR_US * 1e3)
     shown = f"{default:.1f} a second" if default is not None else "n/a"
     if lo != lo:
