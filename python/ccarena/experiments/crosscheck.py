@@ -57,7 +57,7 @@ import pandas as pd
 from ..backends.linux import LINUX, check_host
 from ..backends.sim import SIM
 from ..errors import UsageError
-from .machine_stalls import backend_section, kernel_run_stalls, stalls_over_per_s, window_lateness
+from .machine_stalls import backend_section, kernel_run_stalls, stalls_over, stalls_over_per_s
 from ..results.result import load_result
 from ..scenario import schema
 from ..scenario.catalogue import engine_cca_names
@@ -248,9 +248,7 @@ def machine_stalls_per_s(record: dict) -> float:
     kernel's RTT-fairness follows its machine's stalls"), and the simulator's
     default stalls are a quiet hour's (about 1.3 a second, stalls_summary). NaN where the
     program logged none (the simulator, runs stored before it did)."""
-    late = window_lateness(backend_section(record).get("delay_stats"), record.get("warmup_ns", 0) / 1e9, record.get("duration_ns", 0) / 1e9)
-    seconds = (record.get("duration_ns", 0) - record.get("warmup_ns", 0)) / 1e9
-    return float(np.sum(late > MACHINE_STALL_FLOOR_US) / seconds) if late is not None and seconds > 0 else float("nan")
+    return stalls_over(record, MACHINE_STALL_FLOOR_US)
 
 
 #: A kernel run held its set-up when the delay emulator released the ACKs
@@ -683,8 +681,8 @@ def held_summary(table: pd.DataFrame) -> str:
 def stalls_summary(table: pd.DataFrame) -> str:
     """One line: the range of the kernel runs' machine stalls over 1 ms a
     second, beside what the simulator's default router stalls draw."""
-    rows = table[table.metric == "machine_stalls_1ms"] if "metric" in table.columns else table.iloc[0:0]
-    lo, hi = rows.kernel_min.min() if len(rows) else float("nan"), rows.kernel_max.max() if len(rows) else float("nan")
+    rows = table[table.metric == "machine_stalls_1ms"]
+    lo, hi = (rows.kernel_min.min(), rows.kernel_max.max()) if len(rows) else (float("nan"), float("nan"))
     default = stalls_over_per_s(schema.default("network", "router_stalls"), MACHINE_STALL_FLOOR_US * 1e3)
     shown = f"{default:.1f} a second" if default is not None else "n/a"
     if lo != lo:

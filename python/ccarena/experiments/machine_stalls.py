@@ -59,16 +59,29 @@ def backend_section(record: dict) -> dict:
     return section if isinstance(section, dict) else {}
 
 
-def kernel_run_stalls(record: dict) -> dict | None:
-    """The stall table of one kernel run's measurement window, from its
-    delay program's late wake-ups; None when the run has none logged (runs
-    of other backends, runs stored before the program logged them)."""
+def run_window_lateness(record: dict) -> tuple[np.ndarray | None, float]:
+    """One kernel run's late wake-ups (us) from its warm-up's end to its
+    end, and that window's length (s); None for a run without the log
+    (runs of other backends, runs stored before the program logged them)."""
     stats = backend_section(record).get("delay_stats")
     start, end = record.get("warmup_ns", 0) / 1e9, record.get("duration_ns", 0) / 1e9
-    late = window_lateness(stats if isinstance(stats, dict) else None, start, end)
-    if late is None or len(late) < 2 or end <= start:
+    return window_lateness(stats if isinstance(stats, dict) else None, start, end), end - start
+
+
+def kernel_run_stalls(record: dict) -> dict | None:
+    """The stall table of one kernel run's measurement window, from its
+    delay program's late wake-ups; None when the run has none logged."""
+    late, seconds = run_window_lateness(record)
+    if late is None or len(late) < 2 or seconds <= 0:
         return None
-    return stalls_setting(late, end - start)
+    return stalls_setting(late, seconds)
+
+
+def stalls_over(record: dict, floor_us: float) -> float:
+    """How often a second one kernel run's machine stalled for more than
+    `floor_us` in its measurement window; NaN when the run has none logged."""
+    late, seconds = run_window_lateness(record)
+    return float(np.sum(late > floor_us) / seconds) if late is not None and seconds > 0 else float("nan")
 
 
 def stalls_over_per_s(setting: dict | None, floor_ns: float) -> float | None:

@@ -64,12 +64,13 @@ _RUN_KEYS = {"duration", "warmup", "seed", "sample_interval", "start_jitter"}
 DEFAULT_START_JITTER = "10ms"
 
 
-def resolve_stalls(value: Any, where: str) -> dict | None:
+def resolve_stalls(value: Any, where: str, default: dict | None) -> dict | None:
     """``network.router_stalls`` or ``network.return_stalls`` in engine form:
     "none", or a table of ``every`` (mean time between stalls) and
     ``duration`` (a distribution of durations, as for ``delay_noise``).
-    Where the engine has a default stall process (the router's measured
-    one), a table that gives one of the two keeps the default's other, so
+    Where the engine has a `default` stall process (the router's measured
+    one, in engine form), a table that gives one of the two keeps the
+    default's other, so
     ``--set network.router_stalls.every=17ms`` makes the measured stalls
     four times as frequent."""
     if value == "none":
@@ -78,7 +79,7 @@ def resolve_stalls(value: Any, where: str) -> dict | None:
         raise ScenarioError(where, f'expected "none" or a table with every and duration, got {excerpt(value)}')
     fields = schema.fields("router_stalls")
     check_keys(value, fields, where)
-    default = schema.default("network", where.rsplit(".", 1)[-1]) or {}
+    default = default or {}
     if "every" in value or "every" not in default:
         every = unit(parse_duration, require(value, "every", where), f"{where}.every")
         schema.check_range(every, fields["every"], f"{where}.every", value["every"])
@@ -342,7 +343,7 @@ def resolve(doc: dict, catalogue: Catalogue | None = None, base: Path | None = N
         network["delay_noise"] = None if noise == {"distribution": "constant", "value": 0.0} else noise
     for stalls in ("router_stalls", "return_stalls"):
         if stalls in net:
-            network[stalls] = resolve_stalls(net[stalls], f"network.{stalls}")
+            network[stalls] = resolve_stalls(net[stalls], f"network.{stalls}", schema.default("network", stalls))
     if "qdisc" in net:
         network["qdisc"] = resolve_qdisc(net["qdisc"], "network.qdisc", bdp_bytes)
         check_red_fits(network["qdisc"], network["buffer"])
