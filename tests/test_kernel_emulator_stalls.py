@@ -14,7 +14,7 @@ import pytest
 import ccarena
 from ccarena import Scenario
 from ccarena.backends.linux.host import cpu_times
-from ccarena.experiments.crosscheck import emulator_lateness_us, stolen_cpu_pct, summarise, within_spread
+from ccarena.experiments.crosscheck import emulator_lateness_us, softirq_cpu_pct, stolen_cpu_pct, summarise, within_spread
 from ccarena.experiments.machine_stalls import kernel_run_stalls, stalls_setting, window_lateness
 from ccarena.scenario import schema
 from ccarena.scenario.document import parse_override
@@ -78,8 +78,8 @@ def test_the_emulators_lateness_is_shown_for_the_kernel_and_compared_nowhere():
     assert within_spread(table.reset_index()) == (1, 1)  # utilisation only
 
 
-def test_the_machines_cpu_time_is_read_by_kind_and_the_stolen_share_shown_for_the_kernel():
-    t = cpu_times("cpu  300 0 100 500 0 0 50 50 0 0\ncpu0 1 2 3 4 5 6 7 8 0 0\n")
+def test_the_machines_cpu_time_is_read_by_kind_and_the_stolen_and_softirq_shares_shown_for_the_kernel():
+    t = cpu_times("cpu  300 0 100 450 0 0 100 50 0 0\ncpu0 1 2 3 4 5 6 7 8 0 0\n")
     assert list(t) == ["user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal"]
     assert sum(t.values()) == pytest.approx(1000 / os.sysconf("SC_CLK_TCK"))
     assert set(cpu_times()) == set(t)  # this machine's own
@@ -87,6 +87,8 @@ def test_the_machines_cpu_time_is_read_by_kind_and_the_stolen_share_shown_for_th
     assert stolen_cpu_pct({"backend": "linux", "linux": {"cpu_s": cpu}}) == pytest.approx(5.0)
     assert np.isnan(stolen_cpu_pct({"backend": "linux", "linux": {"cpu_s": None}}))
     assert np.isnan(stolen_cpu_pct({"backend": "sim"}))
+    assert softirq_cpu_pct({"backend": "linux", "linux": {"cpu_s": cpu}}) == pytest.approx(10.0)
+    assert np.isnan(softirq_cpu_pct({"backend": "sim"}))
 
 
 def test_a_kernel_runs_stalls_come_from_its_measurement_window():

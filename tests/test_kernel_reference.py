@@ -8,8 +8,8 @@ named (docs/fidelity.md, "Left open"), its second (every throughput ratio
 within 1.5x of the kernel's mean). Short tier: 5 simulator seeds a case
 on the 400 Mbit/s set and the 100 Mbit/s set with offloads off; full: 20,
 and the 100 Mbit/s and 1 Gbit/s set, the 120 s set, the testbed
-background's set, a second 400 Mbit/s set and one of flows started
-together as well."""
+background's set, a second 400 Mbit/s set, one of flows started
+together and two of one BDP with a 100 KB tbf bucket as well."""
 
 from pathlib import Path
 
@@ -33,6 +33,11 @@ if FULL:
     SETS["testbed-background-20261128-074621"] = set()
     SETS["paper-quick-20261128-082012"] = set()
     SETS["paper-quick-20261128-083735-together"] = set()
+    # One BDP at 400 Mbit/s with a tbf bucket that queues every skb whole
+    # (docs/fidelity.md, "The machine's stalls are mostly its own packet
+    # load"); BBR's +10/+40 ms ratio is outside on this day's kernel.
+    SETS["paper-20261128-102315-bucket-100KB"] = set()
+    SETS["paper-20261128-102610-bucket-100KB"] = {"bbr-400M-10v40ms-1bdp"}
 
 
 @pytest.mark.slow
@@ -40,7 +45,7 @@ if FULL:
 def test_the_simulator_agrees_with_the_stored_kernel_runs(kernel_set, tmp_path):
     table, _ = run_validation(kernel_runs=STORED / kernel_set, sim_repetitions=20 if FULL else 5, out_root=tmp_path)
     ok, cells = within_spread(table)
-    assert cells >= 16 and ok >= FLOORS.get(kernel_set, 0.8) * cells, f"{ok} of {cells} cells within the kernel's spread"
+    assert cells >= 8 and ok >= FLOORS.get(kernel_set, 0.8) * cells, f"{ok} of {cells} cells within the kernel's spread"
     factors = ratio_factors(table)
     outside = {case for case, f in factors if f > RATIO_FACTOR_LIMIT}
     assert len(factors) == cells // 8 and outside <= SETS[kernel_set], factors
@@ -80,9 +85,10 @@ def test_the_standing_tool_sums_the_kept_sets():
     assert (row["cells"], row["within"], row["ratios"], row["ratios_within"]) == (2, 1, 1, 0)
     assert (row["held_runs"], row["kernel_runs"], row["worst_ratio_factor"]) == (2, 3, 1.6)
     table = standing.as_markdown([row, {**row, "set": "t"}], {"t": {"hosts.tso": False}})
-    assert "| t | `hosts.tso=False` | 2 of 3 | n/a | 1 of 2 |" in table  # runs without the stalls' log
-    assert table.splitlines()[-1].startswith("| **all** | | | | **2 of 4** (50%) |")
-    rows = [{**r, "machine_stalls_1ms": s} for r, s in zip(rows, (1.0, 2.0, 6.0) + (float("nan"),) * 3)]
+    assert "| t | `hosts.tso=False` | 2 of 3 | n/a | n/a | 1 of 2 |" in table  # runs without the stalls' log or the CPU's
+    assert table.splitlines()[-1].startswith("| **all** | | | | | **2 of 4** (50%) |")
+    rows = [{**r, "machine_stalls_1ms": s, "softirq_pct": c}
+            for r, s, c in zip(rows, (1.0, 2.0, 6.0) + (float("nan"),) * 3, (10.0, 12.0, 35.0) + (float("nan"),) * 3)]
     row = standing.standing_row("s", summarise(pd.DataFrame(rows), ["c"]))
-    assert row["machine_stalls_1ms"] == 3.0  # every kernel run's, held or not
-    assert "| s | - | 2 of 3 | 3.0 | 1 of 2 |" in standing.as_markdown([row], {})
+    assert (row["machine_stalls_1ms"], row["softirq_pct"]) == (3.0, 19.0)  # every kernel run's, held or not
+    assert "| s | - | 2 of 3 | 3.0 | 19 % | 1 of 2 |" in standing.as_markdown([row], {})

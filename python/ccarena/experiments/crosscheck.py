@@ -131,7 +131,7 @@ VALIDATION_SETS: dict[str, ValidationSet] = {
 }
 
 #: Rows that describe the testbed, not TCP: every kernel run's, compared nowhere.
-TESTBED_METRICS = ("emulator_late_us", "machine_stalls_1ms", "steal_pct")
+TESTBED_METRICS = ("emulator_late_us", "machine_stalls_1ms", "steal_pct", "softirq_pct")
 
 METRICS = {
     "share0": "flow 0 share",
@@ -146,6 +146,7 @@ METRICS = {
     "emulator_late_us": "delay emulator's mean lateness (us)",
     "machine_stalls_1ms": "machine's stalls over 1 ms, a second",
     "steal_pct": "CPU time the hypervisor took (%)",
+    "softirq_pct": "CPU time packet processing took (%)",
 }
 
 
@@ -208,17 +209,33 @@ def metrics_of(result) -> dict[str, float]:
         "emulator_late_us": emulator_lateness_us(result.record),
         "machine_stalls_1ms": machine_stalls_per_s(result.record),
         "steal_pct": stolen_cpu_pct(result.record),
+        "softirq_pct": softirq_cpu_pct(result.record),
     }
 
 
-def stolen_cpu_pct(record: dict) -> float:
-    """Of the machine's CPU time from the warm-up's end to the run's, the
-    share (%) a virtual machine's hypervisor took (/proc/stat's steal): the
-    testbed's other tenants. NaN for the simulator and for runs that did
-    not record it."""
+def cpu_share_pct(record: dict, kind: str) -> float:
+    """Of the kernel run's machine's CPU time from the warm-up's end to the
+    run's (/proc/stat, `linux.cpu_s`), the share (%) of one kind. NaN for
+    the simulator and for runs that did not record it."""
     cpu = backend_section(record).get("cpu_s")
     total = sum(cpu.values()) if isinstance(cpu, dict) else 0
-    return float(100 * cpu.get("steal", 0) / total) if total > 0 else float("nan")
+    return float(100 * cpu.get(kind, 0) / total) if total > 0 else float("nan")
+
+
+def stolen_cpu_pct(record: dict) -> float:
+    """The share (%) of the machine's CPU time a virtual machine's
+    hypervisor took (steal): the testbed's other tenants."""
+    return cpu_share_pct(record, "steal")
+
+
+def softirq_cpu_pct(record: dict) -> float:
+    """The share (%) of the machine's CPU time its kernel spent in softirq,
+    where it forwards, queues, delivers and acknowledges packets: the
+    experiment's own load on a machine that runs every host and router. It
+    grows with the packets, not the bytes (a flow whose skbs tbf splits,
+    offloads off), and the machine's stalls grow with it (docs/fidelity.md,
+    "The machine's stalls are mostly its own packet load")."""
+    return cpu_share_pct(record, "softirq")
 
 
 def emulator_lateness_us(record: dict) -> float:
@@ -586,7 +603,8 @@ def rank_summary(table: pd.DataFrame) -> str:
 # in the table and below what the kernel's packet counts resolve.
 RESOLUTION = {"retrans": 0.5, "seg_per_skb": 0.05, "rtx_per_event": 0.05, "utilization": 0.0005,
               "share0": 0.0005, "ratio": 0.0005, "acks_per_seg": 0.0005, "both_lost": 0.0005,
-              "emulator_late_us": 0.05, "machine_stalls_1ms": 0.005, "steal_pct": 0.005}
+              "emulator_late_us": 0.05, "machine_stalls_1ms": 0.005, "steal_pct": 0.005,
+              "softirq_pct": 0.005}
 
 
 def format_metric(metric: str, v: float) -> str:
@@ -597,7 +615,7 @@ def format_metric(metric: str, v: float) -> str:
         return f"{v:.0f}"
     if metric in ("seg_per_skb", "rtx_per_event", "emulator_late_us"):
         return f"{v:.1f}"
-    if metric in ("steal_pct", "machine_stalls_1ms"):
+    if metric in ("steal_pct", "softirq_pct", "machine_stalls_1ms"):
         return f"{v:.2f}"
     if metric == "utilization":
         return f"{v:.1%}"
@@ -611,7 +629,7 @@ def fmt_diff(metric: str, v: float) -> str:
         return f"{v * 100:+.1f} pp"
     if metric in ("seg_per_skb", "rtx_per_event", "emulator_late_us"):
         return f"{v:+.1f}"
-    if metric in ("steal_pct", "machine_stalls_1ms"):
+    if metric in ("steal_pct", "softirq_pct", "machine_stalls_1ms"):
         return f"{v:+.2f}"
     return f"{v:+.0f}" if metric == "retrans" else f"{v:+.3f}"
 
