@@ -275,15 +275,28 @@ def _print_run(result) -> None:
             f"throughput ratio (min/max) [bold]{s['throughput_ratio']:.3f}[/bold]   mean queue {s['mean_queue_packets']:.0f} packets   "
             f"bottleneck drops {s['drops']}   ({result.wall_time_s:.1f} s wall)"
         )
+        if s["utilization"] > 1:
+            out.print(OVER_CAPACITY_NOTE)
         return
     out.print(
         f"utilisation [bold]{s['utilization']:.1%}[/bold]   Jain's index [bold]{s['jain_index']:.4f}[/bold]   "
         f"throughput ratio (min/max) [bold]{s['throughput_ratio']:.3f}[/bold]   mean queue {s['mean_queue_packets']:.0f} packets   "
         f"({result.wall_time_s:.2f} s wall, {speed:.0f}x real time)"
     )
+    if s["utilization"] > 1:
+        out.print(OVER_CAPACITY_NOTE)
     traffic = _traffic_line(result)
     if traffic:
         out.print(traffic)
+
+
+#: Said under a run's summary when its flows' goodput exceeds the link: a
+#: loss recovery that straddles the warm-up's end delivers, inside the
+#: window, data that crossed the bottleneck before it (out of order, held by
+#: the receiver until the retransmission filled the hole), as iperf3's
+#: intervals count it too.
+OVER_CAPACITY_NOTE = ("note: utilisation above 100 %: the flows' goodput in the measurement window includes data that crossed "
+                      "the bottleneck before it (a loss recovery across the warm-up's end); a longer warm-up or run measures the steady state")
 
 
 def _traffic_line(result) -> str:
