@@ -141,6 +141,7 @@ METRICS = {
     "rtx_per_event": "retransmissions per congestion event",
     "both_lost": "loss episodes that took both flows",
     "seg_per_skb": "segments per skb (sender)",
+    "seg_per_skb_bottleneck": "segments per skb (bottleneck)",
     "acks_per_seg": "ACKs per data segment",
     # The testbed's, not TCP's: shown for the kernel only, compared nowhere.
     "emulator_late_us": "delay emulator's mean lateness (us)",
@@ -205,12 +206,26 @@ def metrics_of(result) -> dict[str, float]:
         "rtx_per_event": _ratio(float(f.retransmissions.sum()), float(f.recoveries.sum() + f.rtos.sum())),
         "both_lost": both_flow_loss_share(result.timeseries, list(f.index), float(result.record["warmup_ns"]) / 1e9),
         "seg_per_skb": segs / skbs if skbs > 0 else float("nan"),
+        "seg_per_skb_bottleneck": bottleneck_burst(result.record),
         "acks_per_seg": acks / segs if segs > 0 and acks > 0 else float("nan"),
         "emulator_late_us": emulator_lateness_us(result.record),
         "machine_stalls_1ms": machine_stalls_per_s(result.record),
         "steal_pct": stolen_cpu_pct(result.record),
         "softirq_pct": softirq_cpu_pct(result.record),
     }
+
+
+def bottleneck_burst(record: dict) -> float:
+    """Segments per skb leaving the bottleneck over the run: its bursts as
+    the router's interface counted them (tx_packets: a super-packet tbf
+    queued whole counts once, each segment of one it split with
+    `tbf_segment` once). Below the senders' where tbf splits skbs larger
+    than its bucket. NaN for records without the count."""
+    link = record.get("link") or {}
+    if isinstance(link, list):
+        link = link[0] if link else {}
+    skbs = link.get("skbs_out", 0)
+    return float(link["departures"] / skbs) if skbs else float("nan")
 
 
 def cpu_share_pct(record: dict, kind: str) -> float:
@@ -601,7 +616,7 @@ def rank_summary(table: pd.DataFrame) -> str:
 
 # Half the last digit format_metric shows: smaller differences are invisible
 # in the table and below what the kernel's packet counts resolve.
-RESOLUTION = {"retrans": 0.5, "seg_per_skb": 0.05, "rtx_per_event": 0.05, "utilization": 0.0005,
+RESOLUTION = {"retrans": 0.5, "seg_per_skb": 0.05, "seg_per_skb_bottleneck": 0.05, "rtx_per_event": 0.05, "utilization": 0.0005,
               "share0": 0.0005, "ratio": 0.0005, "acks_per_seg": 0.0005, "both_lost": 0.0005,
               "emulator_late_us": 0.05, "machine_stalls_1ms": 0.005, "steal_pct": 0.005,
               "softirq_pct": 0.005}
@@ -613,7 +628,7 @@ def format_metric(metric: str, v: float) -> str:
         return "n/a"
     if metric == "retrans":
         return f"{v:.0f}"
-    if metric in ("seg_per_skb", "rtx_per_event", "emulator_late_us"):
+    if metric in ("seg_per_skb", "seg_per_skb_bottleneck", "rtx_per_event", "emulator_late_us"):
         return f"{v:.1f}"
     if metric in ("steal_pct", "softirq_pct", "machine_stalls_1ms"):
         return f"{v:.2f}"
@@ -627,7 +642,7 @@ def fmt_diff(metric: str, v: float) -> str:
         return "n/a"
     if metric == "utilization":
         return f"{v * 100:+.1f} pp"
-    if metric in ("seg_per_skb", "rtx_per_event", "emulator_late_us"):
+    if metric in ("seg_per_skb", "seg_per_skb_bottleneck", "rtx_per_event", "emulator_late_us"):
         return f"{v:+.1f}"
     if metric in ("steal_pct", "softirq_pct", "machine_stalls_1ms"):
         return f"{v:+.2f}"

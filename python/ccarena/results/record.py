@@ -122,6 +122,7 @@ class LinkRecord(TypedDict):
     rate_bps: int  # the configured rate (at the start of the run)
     arrivals: int
     departures: int
+    skbs_out: int  # skbs handed on (a super-packet queued whole counts once; 0: not recorded)
     bytes_out: int
     drops_queue: int
     drops_random: int
@@ -225,5 +226,6 @@ def normalise(record: dict) -> RunRecord:
         # Without a record of rate changes, the configured rate held throughout.
         link.setdefault("window_capacity_bytes", int(round(link["rate_bps"] * window_ns / 8e9)))
         link.setdefault("ce_marks", 0)
+        link.setdefault("skbs_out", 0)  # records from before the count
         link.setdefault("qdisc", {"kind": "drop_tail", "ce_marks": 0, "sojourn_packets": 0, "sojourn_sum_ns": 0, "sojourn_max_ns": 0})
     return record  # type: ignore[return-value]

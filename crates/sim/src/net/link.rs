@@ -27,6 +27,11 @@ use crate::units::{Rate, Time};
 pub struct LinkStats {
     pub arrivals: u64,
     pub departures: u64,
+    /// What the transmitter handed on, each counted once: a super-packet
+    /// queued whole, or one packet (a segment `tbf_segment` split off, or
+    /// any packet of a switch). departures / skbs_out is the bursts' size at
+    /// the bottleneck, as a Linux router's interface counts them (tx_packets).
+    pub skbs_out: u64,
     pub bytes_out: u64,
     pub drops_queue: u64,
     pub drops_random: u64,
@@ -422,6 +427,7 @@ impl Link {
     /// (and counted).
     pub fn complete(&mut self, now: Time, out: &mut Vec<Packet>) -> Option<Time> {
         let pkt = self.in_service.take().expect("completion without a packet in service");
+        self.stats.skbs_out += 1;
         self.stats.departures += pkt.segs() as u64;
         self.stats.bytes_out += pkt.total_wire_bytes();
         out.push(pkt);
@@ -740,10 +746,16 @@ mod tests {
                 assert_eq!(t, u, "burst {burst}");
             }
             assert_eq!(segments(&b), a, "burst {burst}");
-            let stats = |l: &Link| (l.stats.arrivals, l.stats.departures, l.stats.bytes_out, l.stats.drops_queue, l.stats.flow_drops.clone());
+            let stats = |l: &Link| {
+                (l.stats.arrivals, l.stats.departures, l.stats.skbs_out, l.stats.bytes_out, l.stats.drops_queue, l.stats.flow_drops.clone())
+            };
             assert_eq!(stats(&by_skb), stats(&by_segment));
-            // A bucket smaller than the skb splits it (tbf_segment): segments leave.
+            // A bucket smaller than the skb splits it (tbf_segment): segments
+            // leave, and the interface counts each; a whole skb counts once.
             assert_eq!(b.iter().any(|p| p.is_bundle()), burst == 4_500);
+            let per_skb = if burst == 4_500 { 3 } else { 1 };
+            assert!(by_skb.stats.departures >= 3, "burst {burst}");
+            assert_eq!(by_skb.stats.skbs_out * per_skb, by_skb.stats.departures, "burst {burst}");
         }
     }
 }

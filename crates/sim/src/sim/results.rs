@@ -38,6 +38,9 @@ pub struct LinkResult {
     pub rate_bps: u64,
     pub arrivals: u64,
     pub departures: u64,
+    /// Skbs the transmitter handed on (a super-packet queued whole counts
+    /// once): departures / skbs_out is the bursts' size at the bottleneck.
+    pub skbs_out: u64,
     pub bytes_out: u64,
     pub drops_queue: u64,
     pub drops_random: u64,
@@ -122,6 +125,7 @@ impl Simulation {
             rate_bps: self.cfg.network.bottleneck_rate.0,
             arrivals: s.arrivals,
             departures: s.departures,
+            skbs_out: s.skbs_out,
             bytes_out: s.bytes_out,
             drops_queue: s.drops_queue,
             drops_random: s.drops_random,

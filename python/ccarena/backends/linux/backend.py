@@ -265,6 +265,9 @@ class _Run:
         self.receiver_out_segs: list[int] = [0] * self.n
         self.receiver_paws: list[int] = [0] * self.n
         self.sender_tx_packets: list[int] = [0] * self.n
+        # Skbs the left router's bottleneck interface was handed (tbf's
+        # departures, a super-packet it queued whole counting once).
+        self.bottleneck_skbs = 0
         self.delay_stats: dict | None = None
         self.server_json: list[dict] = []
         self.client_json: list[dict] = []
@@ -420,6 +423,7 @@ class _Run:
             self.receiver_out_segs[i] = receiver_stat.get("TcpOutSegs", 0)
             self.receiver_paws[i] = receiver_stat.get("TcpExtPAWSEstab", 0)
             self.sender_tx_packets[i] = self.net.tx_packets(self.net.sender(i))
+        self.bottleneck_skbs = self.net.tx_packets(self.net.left, "btl")
         self.final_tbf = self.net.tbf_stats()
         self.final_red = self.net.red_stats()
         self.loss_drops = self.net.loss_drops()
@@ -644,6 +648,7 @@ def build_record(run: _Run, backend: str = "linux", section: Callable[[list[floa
         "rate_bps": e["network"]["bottleneck_rate"],
         "arrivals": fin["packets"] + fin["drops"] + run.loss_drops,
         "departures": fin["packets"],
+        "skbs_out": getattr(run, "bottleneck_skbs", 0),
         "bytes_out": ip_bytes(fin),
         "drops_queue": fin["drops"] - red["early"],
         "drops_random": run.loss_drops,
