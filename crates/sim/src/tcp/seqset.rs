@@ -89,6 +89,31 @@ impl SeqSet {
         if r.is_empty() {
             return 0;
         }
+        // The common cases in one B-tree search: no range starts inside
+        // (r.start, r.end], so `r` either extends the range before it (data
+        // arriving in order behind a hole, a SACK block growing) or stands
+        // alone. Anything else merges in the general way below.
+        match self.ranges.range_mut(..=r.end).next_back() {
+            None => {
+                self.ranges.insert(r.start, r.end);
+                self.count += r.len() as u64;
+                return r.len() as u64;
+            }
+            Some((&s, e)) if s <= r.start => {
+                if *e >= r.start {
+                    let added = r.end.saturating_sub(*e) as u64;
+                    if added > 0 {
+                        *e = r.end;
+                        self.count += added;
+                    }
+                    return added;
+                }
+                self.ranges.insert(r.start, r.end);
+                self.count += r.len() as u64;
+                return r.len() as u64;
+            }
+            Some(_) => {}
+        }
         let mut added = 0u64;
         self.for_each_gap(r, |g| added += g.len() as u64);
         if added == 0 {
@@ -171,6 +196,22 @@ mod tests {
         assert_eq!(s.count(), 5);
         assert_eq!(s.pop_front_at(7), Some(SeqRange::new(7, 12)));
         assert!(s.is_empty());
+    }
+
+    #[test]
+    fn in_order_inserts_extend_the_last_range_and_a_gap_starts_a_new_one() {
+        let mut s = SeqSet::new();
+        for seq in 5..9 {
+            assert_eq!(s.insert(SeqRange::new(seq, seq + 1)), 1);
+        }
+        assert_eq!(s.insert(SeqRange::new(12, 14)), 2);
+        assert_eq!(s.insert(SeqRange::new(13, 15)), 1);
+        assert_eq!(s.insert(SeqRange::new(2, 3)), 1);
+        assert_eq!(s.iter().collect::<Vec<_>>(), vec![SeqRange::new(2, 3), SeqRange::new(5, 9), SeqRange::new(12, 15)]);
+        assert_eq!(s.count(), 8);
+        // Touching the next range on the right merges through the general path.
+        assert_eq!(s.insert(SeqRange::new(9, 12)), 3);
+        assert_eq!(s.iter().collect::<Vec<_>>(), vec![SeqRange::new(2, 3), SeqRange::new(5, 15)]);
     }
 
     proptest! {
