@@ -43,6 +43,12 @@ reports what the host model of the simulator is built from:
   valid while the queue stays backlogged, and only when the traced
   departures add up to the rate (`complete`).
 
+* with `--tbf-burst SIZE`, another bucket for the bottleneck's tbf than
+  the linux backend's default (1 ms at the rate): skbs larger than it are
+  split into segments (`tbf_segment`) and cross the rest of the path one
+  by one, which loads this machine's receive path (docs/fidelity.md, "The
+  machine's stalls are mostly its own packet load").
+
 * with `--socket-stats`, the first flow's receiving socket as `ss -tmi`
   reports it every 20 ms after the warm-up: its receive slow-start
   threshold (`rcv_ssthresh`, the cap on the window it advertises), the
@@ -798,6 +804,8 @@ def main() -> None:
     ap.add_argument("--cca", default="cubic")
     ap.add_argument("--flows", type=int, default=1)
     ap.add_argument("--offloads", choices=["on", "off"], default="on")
+    ap.add_argument("--tbf-burst", default="auto",
+                    help="the bottleneck tbf's bucket (linux.tbf_burst): skbs larger than it are split into segments")
     ap.add_argument("--seconds", type=float, default=10.0)
     ap.add_argument("--reads", action="store_true", help="also record the receiving application's reads with perf")
     ap.add_argument("--socket-stats", action="store_true",
@@ -822,7 +830,7 @@ def main() -> None:
         "network": {"bottleneck_rate": args.rate, "buffer": buffer},
         "flows": [{"cca": args.cca, "rtt": args.rtt, "count": args.flows}],
         "run": {"duration": f"{args.seconds}s", "warmup": "1s"},
-        "linux": {"offloads": args.offloads == "on"},
+        "linux": {"offloads": args.offloads == "on", "tbf_burst": args.tbf_burst},
     }
     with tempfile.TemporaryDirectory() as tmp:
         stop = threading.Event()
