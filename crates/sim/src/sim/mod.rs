@@ -445,12 +445,18 @@ impl Simulation {
                     if d.gso.whole {
                         // One skb: processed when its last segment is in,
                         // and acknowledged as one (as GRO hands it over).
-                        f.skb.extend((0..pkt.segs()).map(|i| pkt.segment(i)));
+                        let n = pkt.segs();
+                        if f.skb.is_empty() && n == d.gso.segs as u32 {
+                            // All of it in this packet: nothing to gather.
+                            self.process_batch(pkt.flow, (0..n).map(|i| pkt.segment(i)), true);
+                            return;
+                        }
+                        f.skb.extend((0..n).map(|i| pkt.segment(i)));
                         if f.skb.len() < d.gso.segs as usize {
                             return;
                         }
                         let mut skb = std::mem::take(&mut f.skb);
-                        self.process_batch(pkt.flow, &mut skb, true);
+                        self.process_batch(pkt.flow, skb.drain(..), true);
                         self.flows[pkt.flow as usize].skb = skb;
                         return;
                     }
@@ -627,16 +633,16 @@ impl Simulation {
             }
             rx.take(&mut batch);
         }
-        self.process_batch(flow, &mut batch, false);
+        self.process_batch(flow, batch.drain(..), false);
         self.batch = batch;
     }
 
-    /// Hands `batch` (emptied) to the flow's receiver as one batch, or with
-    /// `one_skb` as the segments of one skb, and sends what it answers.
-    fn process_batch(&mut self, flow: u32, batch: &mut Vec<Packet>, one_skb: bool) {
+    /// Hands `batch` to the flow's receiver as one batch, or with `one_skb`
+    /// as the segments of one skb, and sends what it answers.
+    fn process_batch(&mut self, flow: u32, batch: impl Iterator<Item = Packet>, one_skb: bool) {
         let now = self.now;
         self.flows[flow as usize].receiver.begin_batch(one_skb);
-        for pkt in batch.drain(..) {
+        for pkt in batch {
             self.deliver(pkt);
         }
         self.flows[flow as usize].receiver.end_batch(now, &mut self.out);
