@@ -129,10 +129,22 @@ impl Scoreboard {
     }
 
     /// Appends a newly sent segment (at the tail of the time order).
-    pub fn push_new(&mut self, seg: SegState) -> u32 {
+    pub fn push_new(&mut self, mut seg: SegState) -> u32 {
         let seq = self.end();
+        // ts_append for a segment not yet in the time order, linked before it
+        // is stored instead of looked up three times after.
+        debug_assert!(!seg.linked);
+        seg.prev = self.ts_tail;
+        seg.next = NIL;
+        seg.linked = true;
+        if self.ts_tail == NIL {
+            self.ts_head = seq;
+        } else {
+            let tail = self.ts_tail;
+            self.get_mut(tail).next = seq;
+        }
+        self.ts_tail = seq;
         self.segs.push_back(seg);
-        self.ts_append(seq);
         seq
     }
 
