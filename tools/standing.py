@@ -57,14 +57,19 @@ def kernel_mean(table, metric: str) -> float:
     return round(float(rows.kernel.mean()), 2) if len(rows) else float("nan")
 
 
+def shown(v: float, fmt: str) -> str:
+    """A testbed figure as the table shows it ("n/a" where the set has none)."""
+    return "n/a" if v != v else fmt.format(v)
+
+
 def as_markdown(rows: list[dict], overrides: dict[str, dict]) -> str:
     lines = ["| kernel set | overrides | held runs | machine's stalls > 1 ms a second | CPU in packet processing | cells within spread | differ | ratios within 1.5x (largest factor) |",
              "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         o = ", ".join(f"`{k}={v}`" for k, v in overrides.get(r["set"], {}).items()) or "-"
-        stalls, softirq = r.get("machine_stalls_1ms", float("nan")), r.get("softirq_pct", float("nan"))
-        lines.append(f"| {r['set']} | {o} | {r['held_runs']} of {r['kernel_runs']} | {'n/a' if stalls != stalls else f'{stalls:.1f}'} | "
-                     f"{'n/a' if softirq != softirq else f'{softirq:.0f} %'} | "
+        stalls = shown(r.get("machine_stalls_1ms", float("nan")), "{:.1f}")
+        softirq = shown(r.get("softirq_pct", float("nan")), "{:.0f} %")
+        lines.append(f"| {r['set']} | {o} | {r['held_runs']} of {r['kernel_runs']} | {stalls} | {softirq} | "
                      f"{r['within']} of {r['cells']} | {r['differ']} | "
                      f"{r['ratios_within']} of {r['ratios']} ({r['worst_ratio_factor']}, {r['worst_ratio_case']}) |")
     within, cells = sum(r["within"] for r in rows), sum(r["cells"] for r in rows)

@@ -222,8 +222,6 @@ def bottleneck_burst(record: dict) -> float:
     `tbf_segment` once). Below the senders' where tbf splits skbs larger
     than its bucket. NaN for records without the count."""
     link = record.get("link") or {}
-    if isinstance(link, list):
-        link = link[0] if link else {}
     skbs = link.get("skbs_out", 0)
     return float(link["departures"] / skbs) if skbs else float("nan")
 
@@ -614,27 +612,24 @@ def rank_summary(table: pd.DataFrame) -> str:
     return line
 
 
+#: The decimals the table shows of each metric, in the metric's own units
+#: (utilisation as a fraction, shown in per cent: 0.1 % is 0.001).
+DECIMALS = {"retrans": 0, "seg_per_skb": 1, "seg_per_skb_bottleneck": 1, "rtx_per_event": 1, "emulator_late_us": 1,
+            "machine_stalls_1ms": 2, "steal_pct": 2, "softirq_pct": 2,
+            "utilization": 3, "share0": 3, "ratio": 3, "acks_per_seg": 3, "both_lost": 3}
+
 # Half the last digit format_metric shows: smaller differences are invisible
 # in the table and below what the kernel's packet counts resolve.
-RESOLUTION = {"retrans": 0.5, "seg_per_skb": 0.05, "seg_per_skb_bottleneck": 0.05, "rtx_per_event": 0.05, "utilization": 0.0005,
-              "share0": 0.0005, "ratio": 0.0005, "acks_per_seg": 0.0005, "both_lost": 0.0005,
-              "emulator_late_us": 0.05, "machine_stalls_1ms": 0.005, "steal_pct": 0.005,
-              "softirq_pct": 0.005}
+RESOLUTION = {m: 0.5 / 10**d for m, d in DECIMALS.items()}
 
 
 def format_metric(metric: str, v: float) -> str:
     """A value of one of METRICS as the table shows it."""
     if v != v:
         return "n/a"
-    if metric == "retrans":
-        return f"{v:.0f}"
-    if metric in ("seg_per_skb", "seg_per_skb_bottleneck", "rtx_per_event", "emulator_late_us"):
-        return f"{v:.1f}"
-    if metric in ("steal_pct", "softirq_pct", "machine_stalls_1ms"):
-        return f"{v:.2f}"
     if metric == "utilization":
         return f"{v:.1%}"
-    return f"{v:.3f}"
+    return f"{v:.{DECIMALS.get(metric, 3)}f}"
 
 
 def fmt_diff(metric: str, v: float) -> str:
@@ -642,11 +637,7 @@ def fmt_diff(metric: str, v: float) -> str:
         return "n/a"
     if metric == "utilization":
         return f"{v * 100:+.1f} pp"
-    if metric in ("seg_per_skb", "seg_per_skb_bottleneck", "rtx_per_event", "emulator_late_us"):
-        return f"{v:+.1f}"
-    if metric in ("steal_pct", "softirq_pct", "machine_stalls_1ms"):
-        return f"{v:+.2f}"
-    return f"{v:+.0f}" if metric == "retrans" else f"{v:+.3f}"
+    return f"{v:+.{DECIMALS.get(metric, 3)}f}"
 
 
 def within_spread(table: pd.DataFrame) -> tuple[int, int]:

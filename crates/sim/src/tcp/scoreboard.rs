@@ -131,19 +131,12 @@ impl Scoreboard {
     /// Appends a newly sent segment (at the tail of the time order).
     pub fn push_new(&mut self, mut seg: SegState) -> u32 {
         let seq = self.end();
-        // ts_append for a segment not yet in the time order, linked before it
-        // is stored instead of looked up three times after.
+        // Linked into the time order before it is stored, instead of looked
+        // up in the ring after (ts_append).
         debug_assert!(!seg.linked);
-        seg.prev = self.ts_tail;
+        seg.prev = self.become_ts_tail(seq);
         seg.next = NIL;
         seg.linked = true;
-        if self.ts_tail == NIL {
-            self.ts_head = seq;
-        } else {
-            let tail = self.ts_tail;
-            self.get_mut(tail).next = seq;
-        }
-        self.ts_tail = seq;
         self.segs.push_back(seg);
         seq
     }
@@ -173,19 +166,25 @@ impl Scoreboard {
         if self.get(seq).linked {
             self.ts_unlink(seq);
         }
+        let tail = self.become_ts_tail(seq);
+        let s = self.get_mut(seq);
+        s.prev = tail;
+        s.next = NIL;
+        s.linked = true;
+    }
+
+    /// Makes `seq` the time order's tail (the old tail, or the head of an
+    /// empty order, points at it) and returns the old tail; `seq`'s own
+    /// links are the caller's.
+    fn become_ts_tail(&mut self, seq: u32) -> u32 {
         let tail = self.ts_tail;
-        {
-            let s = self.get_mut(seq);
-            s.prev = tail;
-            s.next = NIL;
-            s.linked = true;
-        }
         if tail == NIL {
             self.ts_head = seq;
         } else {
             self.get_mut(tail).next = seq;
         }
         self.ts_tail = seq;
+        tail
     }
 
     /// Unlinks `seq` from the time order (SACKed, marked lost, or acknowledged).
