@@ -94,3 +94,37 @@ def test_the_standing_tool_sums_the_kept_sets():
     row = standing.standing_row("s", summarise(pd.DataFrame(rows), ["c"]))
     assert (row["machine_stalls_1ms"], row["softirq_pct"]) == (3.0, 19.0)  # every kernel run's, held or not
     assert "| s | - | 2 of 3 | 3.0 | 19 % | 1 of 2 |" in standing.as_markdown([row], {})
+
+
+def test_the_standing_tool_pools_a_case_that_several_sets_ran_the_same_way(tmp_path):
+    import importlib.util
+    import json
+
+    import pandas as pd
+
+    from ccarena.experiments.crosscheck import summarise
+
+    spec = importlib.util.spec_from_file_location("standing", Path(__file__).resolve().parents[1] / "tools" / "standing.py")
+    standing = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(standing)
+    case = {"name": "c", "run": {"duration": "30s"}}
+
+    def kept(name, ratios, definition=case, overrides=None):
+        d = tmp_path / name
+        d.mkdir()
+        (d / "cases.json").write_text(json.dumps({"cases": {"c": definition}, "overrides": overrides or {}}))
+        rows = [{"case": "c", "backend": "linux", "seed": k, "utilization": 0.9, "ratio": r} for k, r in enumerate(ratios, 1)]
+        rows += [{"case": "c", "backend": "sim", "seed": k, "utilization": 0.9, "ratio": 0.45} for k in (1, 2, 3)]
+        return d, summarise(pd.DataFrame(rows), ["c"])
+
+    # Two hours' sets 1.5x and 1.8x from the simulator; their runs together 1.2x.
+    one, two = kept("a", [0.3, 0.3]), kept("b", [0.8, 0.8, 0.8, 0.8])
+    other_length = kept("c", [0.1, 0.1], {**case, "run": {"duration": "120s"}})
+    other_overrides = kept("d", [0.1, 0.1], overrides={"hosts.tso": False})
+    rows = standing.pooled_rows([one, two, other_length, other_overrides])
+    assert len(rows) == 1
+    assert (rows[0]["sets"], rows[0]["held_runs"], rows[0]["kernel"]) == (["a", "b"], 6, round((0.6 + 3.2) / 6, 3))
+    assert (rows[0]["kernel_set_min"], rows[0]["kernel_set_max"], rows[0]["factor"]) == (0.3, 0.8, 1.41)
+    table = standing.pooled_markdown(rows)
+    assert "| c | 2 | 6 | 0.633 (0.300-0.800) | 0.450 | 1.41 |" in table
+    assert table.splitlines()[-1] == "| **ratios within 1.5x** | | | | | **1 of 1** |"

@@ -7,6 +7,13 @@
     python tools/standing.py --sim-reps 5 --set hosts.app_reads=false
     python tools/standing.py --only 'paper-quick-*' --markdown
 
+A case that several sets ran with the same definition (duration and
+overrides included) is also compared once over all their kernel runs
+together (`--markdown` prints it as a second table): the kernel's mean
+moves between hours on this machine by more than the simulator's
+distance from any one set, so the pooled mean is the better estimate of
+it.
+
 The sets with overrides on both backends (e.g. offloads off) say so in the
 `overrides` column; `--set` applies to the simulator alone, as with
 `--kernel-runs`. Each re-check is stored under `--out` as validate stores it.
@@ -62,6 +69,49 @@ def shown(v: float, fmt: str) -> str:
     return "n/a" if v != v else fmt.format(v)
 
 
+def case_key(kept_set: Path, case: str) -> str:
+    """What makes two sets' runs of a case the same experiment: the case's
+    definition (its duration included) and the overrides on both backends."""
+    stored = json.loads((kept_set / "cases.json").read_text())
+    return json.dumps([stored["cases"][case], stored.get("overrides") or {}], sort_keys=True)
+
+
+def pooled_rows(tables: list[tuple[Path, object]]) -> list[dict]:
+    """Per case that more than one set ran the same way: the kernel's mean
+    ratio over every held run of those sets (each set's mean weighted by its
+    held runs), against the simulator's (the same seeds on the same
+    definition give the same mean in every set)."""
+    groups: dict[str, list] = {}
+    for kept_set, table in tables:
+        for _, r in table[(table.metric == "ratio") & (table.repetitions > 0)].iterrows():
+            groups.setdefault(case_key(kept_set, str(r["case"])), []).append((kept_set.name, r))
+    rows = []
+    for members in groups.values():
+        if len(members) < 2:
+            continue
+        held = sum(int(r["repetitions"]) for _, r in members)
+        kernel = sum(float(r["kernel"]) * int(r["repetitions"]) for _, r in members) / held
+        set_means = [float(r["kernel"]) for _, r in members]
+        sim = float(members[0][1]["sim"])
+        factor = max(sim / kernel, kernel / sim) if sim > 0 and kernel > 0 else float("nan")
+        rows.append({"case": str(members[0][1]["case"]), "sets": [name for name, _ in members], "held_runs": held,
+                     "kernel": round(kernel, 3), "kernel_set_min": round(min(set_means), 3),
+                     "kernel_set_max": round(max(set_means), 3), "sim": round(sim, 3), "factor": round(factor, 2)})
+    return sorted(rows, key=lambda r: r["case"])
+
+
+def pooled_markdown(rows: list[dict]) -> str:
+    lines = ["| case | sets | held kernel runs | kernel ratio, all runs (set means min-max) | simulator | factor |",
+             "|---|---|---|---|---|---|"]
+    for r in rows:
+        factor = f"**{r['factor']}**" if r["factor"] > RATIO_FACTOR_LIMIT else f"{r['factor']}"
+        lines.append(f"| {r['case']} | {len(r['sets'])} | {r['held_runs']} | {r['kernel']:.3f} "
+                     f"({r['kernel_set_min']:.3f}-{r['kernel_set_max']:.3f}) | {r['sim']:.3f} | {factor} |")
+    within = sum(r["factor"] <= RATIO_FACTOR_LIMIT for r in rows)
+    lines.append(f"| **ratios within {RATIO_FACTOR_LIMIT:g}x** | | | | | **{within} of {len(rows)}** |")
+    return "\n".join(lines) + "\n"
+
+
 def as_markdown(rows: list[dict], overrides: dict[str, dict]) -> str:
     lines = ["| kernel set | overrides | held runs | machine's stalls > 1 ms a second | CPU in packet processing | cells within spread | differ | ratios within 1.5x (largest factor) |",
              "|---|---|---|---|---|---|---|---|"]
@@ -94,17 +144,25 @@ def main() -> None:
         sets = [d for d in sets if any(fnmatch.fnmatchcase(d.name, p) for p in args.only)]
     if not sets:
         raise SystemExit(f"no kept kernel set in {args.kept} matches")
-    rows, stored_overrides = [], {}
+    rows, stored_overrides, tables = [], {}, []
     with tempfile.TemporaryDirectory() as tmp:
         out = args.out or Path(tmp)
         for d in sets:
             table, _ = run_validation(kernel_runs=d, sim_repetitions=args.sim_reps, overrides=overrides, out_root=out)
             stored_overrides[d.name] = json.loads((d / "cases.json").read_text()).get("overrides") or {}
             rows.append(standing_row(d.name, table))
+            tables.append((d, table))
             if not args.markdown:
                 print(json.dumps(rows[-1]), flush=True)
+    pooled = pooled_rows(tables)
     if args.markdown:
         print(as_markdown(rows, stored_overrides), end="")
+        if pooled:
+            print("\nCases run the same way in more than one set, all their kernel runs together:\n")
+            print(pooled_markdown(pooled), end="")
+    else:
+        for r in pooled:
+            print(json.dumps({"pooled": r}), flush=True)
 
 
 if __name__ == "__main__":
