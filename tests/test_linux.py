@@ -199,6 +199,17 @@ def test_parse_ss_line():
     assert d["bytes_acked"] == 800 and d["retrans_out"] == 2 and d["total_retrans"] == 17
     assert d["unacked"] == 30 and d["lost"] == 3 and d["sacked"] == 5
     assert d["pacing_rate_bps"] == 36_200_000 and d["delivery_rate_bps"] == 24_100_000
+    assert "cc_bw_bps" not in d  # CUBIC reports no model
+
+
+def test_parse_ss_reads_what_bbr_reports_of_its_model():
+    # As this machine's ss prints it (bw in bit/s without a unit), and as older ss versions do.
+    line = ("ESTAB 0 159280 198.18.0.1:51490 198.19.0.1:5201 bbr wscale:12,12 rto:212 rtt:10.307/0.553 mss:1448 cwnd:26 "
+            "bbr:(bw:12313664bps,mrtt:10.21,pacing_gain:2.88672,cwnd_gain:2.88672) send 29221306bps pacing_rate 35190632bps")
+    d = parse_ss(line)
+    assert (d["cc_bw_bps"], d["cc_min_rtt_us"], d["cc_pacing_gain"], d["cc_cwnd_gain"]) == (12_313_664, 10_210, 739, 739)
+    d = parse_ss("bbr wscale:7,7 cwnd:10 bbr:(bw:1.2Mbps,mrtt:40.1) pacing_rate 2.5Mbps")
+    assert (d["cc_bw_bps"], d["cc_min_rtt_us"]) == (1_200_000, 40_100) and "cc_pacing_gain" not in d
 
 
 def test_parse_netstat():

@@ -295,6 +295,9 @@ def _timeseries_oracle(record: dict) -> pd.DataFrame:
             "retransmissions": np.asarray(s["retransmissions"], dtype=np.int64),
             "ca_state": pd.Categorical.from_codes(np.asarray(s["ca_state"], dtype=np.int8), _CA_STATES),
             "pacing_rate_mbps": np.asarray(s["pacing_rate_bps"], dtype=float) / 1e6,
+            **{col: np.asarray(s[key], dtype=float) / div if key in s else np.full(n, np.nan)
+               for col, key, div in (("cc_bw_mbps", "cc_bw_bps", 1e6), ("cc_min_rtt_ms", "cc_min_rtt_us", 1e3),
+                                     ("pacing_gain", "cc_pacing_gain", 256.0), ("cwnd_gain", "cc_cwnd_gain", 256.0))},
         }))
     return pd.concat(frames, ignore_index=True)
 
@@ -310,7 +313,7 @@ def _queue_oracle(q: dict) -> pd.DataFrame:
     })
 
 
-@pytest.mark.parametrize("name", ["long samples", "paper background"])
+@pytest.mark.parametrize("name", ["long samples", "paper background", "udp"])  # udp: BBR reports its model
 def test_tables_from_lists_are_the_numpy_formulas(name, tmp_path):
     """The time series and queue tables, built from the record's lists for
     pandas-free saving, equal the numpy formulas to the bit, with the same

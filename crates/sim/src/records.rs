@@ -90,6 +90,17 @@ pub struct FlowSeries {
     pub ca_state: Vec<u8>,
     /// Pacing rate, bit/s (0: not pacing).
     pub pacing_rate_bps: Vec<u64>,
+    /// What the algorithm reports to `ss` (`CongestionControl::get_info`),
+    /// empty for algorithms that report nothing: its bandwidth estimate,
+    /// bit/s; its min RTT estimate, us (0: none yet); its gains, x/256.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub cc_bw_bps: Vec<u64>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub cc_min_rtt_us: Vec<u32>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub cc_pacing_gain: Vec<u32>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub cc_cwnd_gain: Vec<u32>,
 }
 
 /// Time series of a bottleneck link.

@@ -79,7 +79,16 @@ class FlowRecord(TypedDict):
     min_rtt_us: int
 
 
-class FlowSeries(TypedDict):
+class _FlowSeriesOptional(TypedDict, total=False):
+    # What the flow's algorithm reports to ss (BBR's bandwidth and min RTT
+    # estimates, and its gains x/256): absent where it reports nothing.
+    cc_bw_bps: list[int]
+    cc_min_rtt_us: list[int]
+    cc_pacing_gain: list[int]
+    cc_cwnd_gain: list[int]
+
+
+class FlowSeries(_FlowSeriesOptional):
     """One flow's samples (one entry per sample interval)."""
 
     t_ns: list[int]

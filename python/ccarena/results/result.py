@@ -42,6 +42,8 @@ _TIMESERIES_DTYPES = {
     "srtt_ms": "float64", "min_rtt_ms": "float64", "throughput_mbps": "float64", "delivery_rate_mbps": "float64",
     "delivered_bytes": "int64", "retransmissions": "int64", "ca_state": "category",
     "pacing_rate_mbps": "float64",
+    # The algorithm's own estimates as ss shows them (BBR's; NaN for others).
+    "cc_bw_mbps": "float64", "cc_min_rtt_ms": "float64", "pacing_gain": "float64", "cwnd_gain": "float64",
 }
 
 
@@ -279,6 +281,10 @@ def _timeseries_table(series: list[dict]) -> "pa.Table":
         cols["throughput_mbps"] += _scaled(s["throughput_bps"], 1e6)
         cols["delivery_rate_mbps"] += _scaled(s["delivery_rate_bps"], 1e6)
         cols["pacing_rate_mbps"] += _scaled(s["pacing_rate_bps"], 1e6)
+        n = len(s["t_ns"])
+        for name, key, divisor in (("cc_bw_mbps", "cc_bw_bps", 1e6), ("cc_min_rtt_ms", "cc_min_rtt_us", 1e3),
+                                   ("pacing_gain", "cc_pacing_gain", 256.0), ("cwnd_gain", "cc_cwnd_gain", 256.0)):
+            cols[name] += _scaled(s[key], divisor) if len(s.get(key, ())) == n else [math.nan] * n
     arrays = []
     for name, dtype in _TIMESERIES_DTYPES.items():
         if dtype == "category":

@@ -451,6 +451,19 @@ impl TcpSock {
     }
 }
 
+/// What BBR reports through `get_info` (Linux's `struct tcp_bbr_info`, which
+/// `ss -ti` prints as `bbr:(bw:..,mrtt:..,pacing_gain:..,cwnd_gain:..)`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CcInfo {
+    /// The bandwidth the model paces and sizes cwnd by, bytes per second.
+    pub bw_bytes_per_s: u64,
+    /// The model's min RTT estimate, us.
+    pub min_rtt_us: u32,
+    /// Pacing and cwnd gains in BBR_UNIT (256 = 1.0).
+    pub pacing_gain: u32,
+    pub cwnd_gain: u32,
+}
+
 /// Linux's `struct tcp_congestion_ops`. As Linux requires (see
 /// `registry::validate_hooks`), an algorithm provides `ssthresh` and
 /// `undo_cwnd` (required methods here) and at least one of `cong_avoid` and
@@ -520,6 +533,13 @@ pub trait CongestionControl: Send {
     /// per-packet receive timestamps require.
     fn wants_ack_every_segment(&self) -> bool {
         false
+    }
+
+    /// Linux `get_info`: the model state the algorithm reports to `ss`
+    /// (`None`: none, as for every algorithm but BBR here), so a run's time
+    /// series can show the same figures on both backends.
+    fn get_info(&self, _tp: &TcpSock) -> Option<CcInfo> {
+        None
     }
 
     /// Linux `min_tso_segs`: the smallest super-packet the algorithm wants

@@ -795,6 +795,12 @@ impl Simulation {
             s.retransmissions.push(f.sender.counters.retransmissions);
             s.ca_state.push(tp.ca_state as u8);
             s.pacing_rate_bps.push(if tp.pacing_status == crate::cc::PacingStatus::Needed { tp.pacing_rate * 8 } else { 0 });
+            if let Some(info) = f.sender.cc.get_info(tp) {
+                s.cc_bw_bps.push(info.bw_bytes_per_s * 8);
+                s.cc_min_rtt_us.push(if info.min_rtt_us == u32::MAX { 0 } else { info.min_rtt_us });
+                s.cc_pacing_gain.push(info.pacing_gain);
+                s.cc_cwnd_gain.push(info.cwnd_gain);
+            }
             f.last_sample_delivered = delivered;
             if tp.cwnd == 0 {
                 self.violations.push(format!("flow {}: cwnd 0 at {} ns", f.sender.flow, now.0));

@@ -626,6 +626,11 @@ def build_record(run: _Run, backend: str = "linux", section: Callable[[list[floa
             s["ca_state"].append(-1)  # not in ss's output: unknown
             s["pacing_rate_bps"].append(smp.get("pacing_rate_bps", 0))
             prev_b, prev_t = b, t
+        # What BBR reported of its model, where the flow's algorithm reports it
+        # (None in a sample without it), as the simulator records it.
+        for key in ("cc_bw_bps", "cc_min_rtt_us", "cc_pacing_gain", "cc_cwnd_gain"):
+            if any(key in (smp or {}) for smp in samples):
+                s[key] = [(smp or {}).get(key) for smp in samples]
         series.append(s)
 
     def ip_bytes(st: dict) -> int:

@@ -1,6 +1,7 @@
 """Sampling a running flow's TCP state with `ss -tin` (the kernel's tcp_info):
 cwnd, ssthresh, sRTT, min RTT, bytes acked, retransmissions, in-flight,
-delivery and pacing rates. One `ss` per sender namespace per sample."""
+delivery and pacing rates, and what BBR reports of its model (bandwidth and
+min RTT estimates, gains). One `ss` per sender namespace per sample."""
 
 from __future__ import annotations
 
@@ -29,6 +30,9 @@ _MINRTT_RE = re.compile(r"\bminrtt:([\d.]+)")
 _RETRANS_RE = re.compile(r"\bretrans:(\d+)/(\d+)")
 _RATE_RE = re.compile(r"\b(delivery_rate|pacing_rate) ([\d.]+)([KMG]?)bps")
 _SCALE = {"": 1, "K": 1e3, "M": 1e6, "G": 1e9}
+# BBR's get_info as ss prints it: bw in bit/s (newer ss: a plain number,
+# older: with a unit), mrtt in ms, the gains as decimals of BBR_UNIT 256.
+_BBR_RE = re.compile(r"\bbbr:\(bw:([\d.]+)([KMG]?)bps,mrtt:([\d.]+)(?:,pacing_gain:([\d.]+))?(?:,cwnd_gain:([\d.]+))?")
 
 
 def parse_ss(line: str) -> dict:
@@ -47,6 +51,14 @@ def parse_ss(line: str) -> dict:
         d["retrans_out"], d["total_retrans"] = int(m.group(1)), int(m.group(2))
     for name, val, unit in _RATE_RE.findall(line):
         d[name + "_bps"] = int(float(val) * _SCALE[unit])
+    m = _BBR_RE.search(line)
+    if m:
+        d["cc_bw_bps"] = int(float(m.group(1)) * _SCALE[m.group(2)])
+        d["cc_min_rtt_us"] = int(round(float(m.group(3)) * 1000))
+        if m.group(4) is not None:
+            d["cc_pacing_gain"] = int(round(float(m.group(4)) * 256))
+        if m.group(5) is not None:
+            d["cc_cwnd_gain"] = int(round(float(m.group(5)) * 256))
     return d
 
 

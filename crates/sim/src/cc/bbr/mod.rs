@@ -13,7 +13,7 @@
 //! order of the per-ACK steps are the kernel's, so rounding matches.
 
 use super::params::{CcaInfo, Params};
-use super::{CaEvent, CaState, CongestionControl, PacingStatus, RateSample, TcpSock, INFINITE_SSTHRESH};
+use super::{CaEvent, CaState, CcInfo, CongestionControl, PacingStatus, RateSample, TcpSock, INFINITE_SSTHRESH};
 use crate::minmax::MinMax;
 use crate::packet::{seq_after, seq_before};
 use crate::rng::Rng;
@@ -703,6 +703,17 @@ impl Bbr {
 impl CongestionControl for Bbr {
     fn name(&self) -> &str {
         "bbr"
+    }
+
+    /// Linux `bbr_get_info`: the bandwidth in bytes a second (no pacing
+    /// margin), the min RTT estimate and the gains.
+    fn get_info(&self, tp: &TcpSock) -> Option<CcInfo> {
+        Some(CcInfo {
+            bw_bytes_per_s: (self.bw() as u64 * tp.mss as u64 * 1_000_000) >> BW_SCALE,
+            min_rtt_us: self.min_rtt_us,
+            pacing_gain: self.pacing_gain,
+            cwnd_gain: self.cwnd_gain,
+        })
     }
 
     fn min_tso_segs(&self, tp: &TcpSock) -> Option<u32> {

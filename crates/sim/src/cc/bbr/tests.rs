@@ -827,3 +827,27 @@ fn bdp_rounds_up_and_defaults_to_the_initial_window() {
     assert_eq!(b.bdp(bw, BBR_UNIT), 101);
     assert_eq!(b.bdp(bw, CWND_GAIN), 201);
 }
+
+#[test]
+fn get_info_reports_the_model_as_ss_shows_it() {
+    // Before the first ACK the gains are unset, as in Linux (bbr_init sets
+    // the mode; each ACK sets the gains); in start-up both are the high
+    // gain (ss: pacing_gain:2.88672); the min RTT is the handshake's.
+    let mut p = Path::new(1);
+    let info = p.bbr.get_info(&p.tp).unwrap();
+    assert_eq!((info.pacing_gain, info.cwnd_gain, info.min_rtt_us), (0, 0, RTT_US as u32));
+    p.round(10);
+    let info = p.bbr.get_info(&p.tp).unwrap();
+    assert_eq!((info.pacing_gain, info.cwnd_gain, info.min_rtt_us), (739, 739, RTT_US as u32));
+    // In PROBE_BW at 100 packets per 10 ms: the bandwidth in bytes a second,
+    // without the pacing margin, and the phase's gains.
+    let mut p = at_phase(0);
+    p.tp.packets_out = 100;
+    p.advance(100);
+    p.ack_at(1, 0);
+    let info = p.bbr.get_info(&p.tp).unwrap();
+    assert_eq!(info.bw_bytes_per_s, (p.bbr.bw() as u64 * MSS as u64 * 1_000_000) >> BW_SCALE);
+    assert!((info.bw_bytes_per_s as f64 / (10_000.0 * MSS as f64) - 1.0).abs() < 0.02, "{info:?}");
+    assert_eq!((info.pacing_gain, info.cwnd_gain), (p.bbr.pacing_gain, 2 * BBR_UNIT));
+    assert!(crate::cc::reno::Reno::default().get_info(&p.tp).is_none());
+}

@@ -23,7 +23,7 @@
 //! TLP-recovery event, the stack's TSO autosizing) `docs/fidelity.md` says so.
 
 use super::params::{declare_params, CcaInfo, Params};
-use super::{CaEvent, CaState, CongestionControl, LostSkb, PacingStatus, RateSample, TcpSock, INFINITE_SSTHRESH};
+use super::{CaEvent, CaState, CcInfo, CongestionControl, LostSkb, PacingStatus, RateSample, TcpSock, INFINITE_SSTHRESH};
 use crate::host::tso;
 use crate::packet::{seq_after, seq_before};
 use crate::rng::Rng;
@@ -1234,6 +1234,17 @@ impl Bbr3 {
 impl CongestionControl for Bbr3 {
     fn name(&self) -> &str {
         "bbr3"
+    }
+
+    /// Linux `bbr_get_info`: the bandwidth in bytes a second (no pacing
+    /// margin), the min RTT estimate and the gains.
+    fn get_info(&self, tp: &TcpSock) -> Option<CcInfo> {
+        Some(CcInfo {
+            bw_bytes_per_s: (self.bw() as u64 * tp.mss as u64 * 1_000_000) >> BW_SCALE,
+            min_rtt_us: self.min_rtt_us,
+            pacing_gain: self.pacing_gain,
+            cwnd_gain: self.cwnd_gain,
+        })
     }
 
     fn init(&mut self, tp: &mut TcpSock) {
