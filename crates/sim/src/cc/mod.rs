@@ -464,6 +464,15 @@ pub struct CcInfo {
     pub cwnd_gain: u32,
 }
 
+impl CcInfo {
+    /// `bbr_get_info`'s report from BBR's state: `bw` in packets per us <<
+    /// 24 (BW_SCALE, as both BBRs keep it) becomes bytes a second, without
+    /// the pacing margin.
+    pub fn bbr(bw: u32, mss: u32, min_rtt_us: u32, pacing_gain: u32, cwnd_gain: u32) -> CcInfo {
+        CcInfo { bw_bytes_per_s: (bw as u64 * mss as u64 * 1_000_000) >> 24, min_rtt_us, pacing_gain, cwnd_gain }
+    }
+}
+
 /// Linux's `struct tcp_congestion_ops`. As Linux requires (see
 /// `registry::validate_hooks`), an algorithm provides `ssthresh` and
 /// `undo_cwnd` (required methods here) and at least one of `cong_avoid` and

@@ -705,15 +705,9 @@ impl CongestionControl for Bbr {
         "bbr"
     }
 
-    /// Linux `bbr_get_info`: the bandwidth in bytes a second (no pacing
-    /// margin), the min RTT estimate and the gains.
+    /// Linux `bbr_get_info`.
     fn get_info(&self, tp: &TcpSock) -> Option<CcInfo> {
-        Some(CcInfo {
-            bw_bytes_per_s: (self.bw() as u64 * tp.mss as u64 * 1_000_000) >> BW_SCALE,
-            min_rtt_us: self.min_rtt_us,
-            pacing_gain: self.pacing_gain,
-            cwnd_gain: self.cwnd_gain,
-        })
+        Some(CcInfo::bbr(self.bw(), tp.mss, self.min_rtt_us, self.pacing_gain, self.cwnd_gain))
     }
 
     fn min_tso_segs(&self, tp: &TcpSock) -> Option<u32> {
