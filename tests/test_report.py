@@ -137,3 +137,17 @@ def test_report_cli(results):
     assert "report:" in p.stdout
     p = cli("report", str(results), "--per-run", "sometimes")
     assert p.returncode == 2 and "--per-run" in p.stderr
+
+
+def test_the_run_figure_draws_what_bbr_believes_beside_what_it_got(tmp_path):
+    """BBR's bandwidth and min-RTT estimates (the time series' cc_ columns)
+    are drawn dotted per flow; an algorithm that reports nothing has none."""
+    from ccarena.present.figures import model_estimates, run_timeseries_figure
+
+    base = {"network": {"bottleneck_rate": "20Mbps", "buffer": "50KB"}, "run": {"duration": "3s", "warmup": "1s", "seed": 1}}
+    bbr = ccarena.run({**base, "name": "b", "flows": [{"cca": "bbr", "rtt": "20ms"}, {"cca": "cubic", "rtt": "20ms"}]})
+    t, bw, min_rtt = model_estimates(bbr.timeseries[bbr.timeseries.flow == 0])
+    assert len(t) > 10 and 0 < bw.max() < 40 and abs(min_rtt.min() - 20.0) < 1.0
+    assert model_estimates(bbr.timeseries[bbr.timeseries.flow == 1]) is None  # CUBIC reports no model
+    run_timeseries_figure(bbr.timeseries, bbr.queue, bbr.flows, tmp_path / "ts")
+    assert "the algorithm's bandwidth / min RTT estimate" in (tmp_path / "ts.svg").read_text()

@@ -11,7 +11,8 @@ Experiment level, from a results directory's metrics:
 
 Run level, from a run's time series:
 
-* ``run_timeseries_figure``: throughput, cwnd, sRTT per flow and the
+* ``run_timeseries_figure``: throughput, cwnd, sRTT per flow (and, dotted,
+  BBR's bandwidth and min RTT estimates) and the
   bottleneck queue over time (background flows muted, UDP sources and the
   reverse bottleneck's queue when the run has them);
 * ``run_distribution_figure``: eCDFs of throughput and sRTT samples per flow
@@ -550,6 +551,21 @@ _BACKGROUND_GREY = "0.62"
 _UDP_STYLES = ["--", "-.", ":"]
 
 
+def model_estimates(s: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """A flow's samples of its algorithm's own estimates (BBR's bandwidth in
+    Mbit/s and min RTT in ms, `cc_bw_mbps` and `cc_min_rtt_ms`), where it
+    reported them: times, bandwidths, min RTTs; None for an algorithm that
+    reports nothing (or series stored before the columns existed)."""
+    if "cc_bw_mbps" not in s.columns:
+        return None
+    bw = s.cc_bw_mbps.to_numpy(dtype=float)
+    min_rtt = s.cc_min_rtt_ms.to_numpy(dtype=float)
+    known = ~np.isnan(bw) & (min_rtt > 0)
+    if not known.any():
+        return None
+    return s.t_s.to_numpy()[known], bw[known], min_rtt[known]
+
+
 def run_timeseries_figure(ts: pd.DataFrame, queue: pd.DataFrame, flows: pd.DataFrame, base: Path, title: str = "",
                           warmup_s: float = 0.0, buffer_packets: float | None = None, udp_ts: pd.DataFrame | None = None,
                           udp: pd.DataFrame | None = None, reverse_queue: pd.DataFrame | None = None,
@@ -581,6 +597,7 @@ def run_timeseries_figure(ts: pd.DataFrame, queue: pd.DataFrame, flows: pd.DataF
         tt, thr = _smooth(s.t_s.to_numpy(), s.throughput_mbps.to_numpy(dtype=float), interval, smooth_s)
         axs[0].plot(tt, thr, lw=0.5, color=_BACKGROUND_GREY, alpha=0.7, zorder=1,
                     label=f"background ({len(background)} flow{'s' if len(background) > 1 else ''}, throughput only)" if k == 0 else None)
+    modelled = False
     for i, (fid, f) in enumerate(studied.iterrows()):
         s = ts[ts.flow == fid]
         t = s.t_s.to_numpy()
@@ -589,6 +606,15 @@ def run_timeseries_figure(ts: pd.DataFrame, queue: pd.DataFrame, flows: pd.DataF
         axs[1].plot(t, s.cwnd.to_numpy(), lw=lw, color=colors[i])
         srtt = s.srtt_ms.to_numpy(dtype=float)
         axs[2].plot(t[srtt > 0], srtt[srtt > 0], lw=lw, color=colors[i])
+        model = model_estimates(s)
+        if model is not None:
+            # What the algorithm believes (BBR's bandwidth and min RTT
+            # estimates), dotted beside what the flow got.
+            mt, bw, min_rtt = model
+            axs[0].plot(mt, bw, lw=0.7, ls=":", color=colors[i], zorder=2,
+                        label=None if modelled else "dotted: the algorithm's bandwidth / min RTT estimate")
+            axs[2].plot(mt, min_rtt, lw=0.7, ls=":", color=colors[i])
+            modelled = True
     if udp_ts is not None and len(udp_ts):
         sources = sorted(udp_ts.source.unique())
         labels = {int(i): str(r["label"]) for i, r in udp.iterrows()} if udp is not None and len(udp) else {}
