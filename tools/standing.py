@@ -27,7 +27,7 @@ import json
 import tempfile
 from pathlib import Path
 
-from ccarena.experiments.crosscheck import RATIO_FACTOR_LIMIT, ratio_factors, run_validation, within_spread
+from ccarena.experiments.crosscheck import RATIO_FACTOR_LIMIT, ratio_factor, ratio_factors, run_validation, within_spread
 from ccarena.scenario.document import parse_override
 
 KEPT = Path(__file__).resolve().parents[1] / "validation" / "kernel"
@@ -69,10 +69,10 @@ def shown(v: float, fmt: str) -> str:
     return "n/a" if v != v else fmt.format(v)
 
 
-def case_key(kept_set: Path, case: str) -> str:
+def case_key(stored: dict, case: str) -> str:
     """What makes two sets' runs of a case the same experiment: the case's
-    definition (its duration included) and the overrides on both backends."""
-    stored = json.loads((kept_set / "cases.json").read_text())
+    definition in the set's `cases.json` (its duration included) and the
+    overrides on both backends."""
     return json.dumps([stored["cases"][case], stored.get("overrides") or {}], sort_keys=True)
 
 
@@ -83,8 +83,9 @@ def pooled_rows(tables: list[tuple[Path, object]]) -> list[dict]:
     definition give the same mean in every set)."""
     groups: dict[str, list] = {}
     for kept_set, table in tables:
+        stored = json.loads((kept_set / "cases.json").read_text())
         for _, r in table[(table.metric == "ratio") & (table.repetitions > 0)].iterrows():
-            groups.setdefault(case_key(kept_set, str(r["case"])), []).append((kept_set.name, r))
+            groups.setdefault(case_key(stored, str(r["case"])), []).append((kept_set.name, r))
     rows = []
     for members in groups.values():
         if len(members) < 2:
@@ -93,7 +94,7 @@ def pooled_rows(tables: list[tuple[Path, object]]) -> list[dict]:
         kernel = sum(float(r["kernel"]) * int(r["repetitions"]) for _, r in members) / held
         set_means = [float(r["kernel"]) for _, r in members]
         sim = float(members[0][1]["sim"])
-        factor = max(sim / kernel, kernel / sim) if sim > 0 and kernel > 0 else float("nan")
+        factor = ratio_factor(sim, kernel)
         rows.append({"case": str(members[0][1]["case"]), "sets": [name for name, _ in members], "held_runs": held,
                      "kernel": round(kernel, 3), "kernel_set_min": round(min(set_means), 3),
                      "kernel_set_max": round(max(set_means), 3), "sim": round(sim, 3), "factor": round(factor, 2)})

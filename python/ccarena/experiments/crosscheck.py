@@ -66,7 +66,7 @@ from ..scenario.traffic import BACKGROUNDS
 from ..scenario.units import parse_duration
 
 __all__ = ["VALIDATION_SETS", "validation_cases", "run_validation", "METRICS", "format_metric", "fmt_diff", "within_spread", "like_with_like_summary",
-           "ratio_factors", "ratio_summary", "held_summary", "stalls_summary", "HELD_LATENESS_SHARE", "RATIO_FACTOR_LIMIT", "stored_set_name", "rank_test_p", "rank_summary", "RANK_TEST_ALPHA"]
+           "ratio_factor", "ratio_factors", "ratio_summary", "held_summary", "stalls_summary", "HELD_LATENESS_SHARE", "RATIO_FACTOR_LIMIT", "stored_set_name", "rank_test_p", "rank_summary", "RANK_TEST_ALPHA"]
 
 
 @dataclass(frozen=True)
@@ -664,15 +664,20 @@ def like_with_like_summary(table: pd.DataFrame) -> str:
 RATIO_FACTOR_LIMIT = 1.5
 
 
+def ratio_factor(sim: float, kernel: float) -> float:
+    """How far the simulator's mean throughput ratio is from the kernel's,
+    as a factor >= 1 (max(sim/kernel, kernel/sim)); NaN where either is
+    missing or zero."""
+    return max(sim / kernel, kernel / sim) if sim > 0 and kernel > 0 else float("nan")
+
+
 def ratio_factors(table: pd.DataFrame) -> list[tuple[str, float]]:
-    """Per case, how far the simulator's mean throughput ratio is from the
-    kernel's mean, as a factor >= 1 (max(sim/kernel, kernel/sim)); cases
-    where either is missing or zero are left out."""
+    """Per case, `ratio_factor` of the means; cases where it is NaN are left out."""
     out = []
     for _, r in table[(table.metric == "ratio") & (table.repetitions > 1)].iterrows():
-        sim, ker = float(r["sim"]), float(r["kernel"])
-        if sim > 0 and ker > 0:
-            out.append((str(r["case"]), max(sim / ker, ker / sim)))
+        factor = ratio_factor(float(r["sim"]), float(r["kernel"]))
+        if factor == factor:
+            out.append((str(r["case"]), factor))
     return out
 
 
