@@ -69,8 +69,10 @@ def test_receivers_acknowledge_at_the_applications_reads():
     # The default 64 MiB buffer (scale 12, a 4 KB unit): up to two unread
     # segments may leave the rounded window where the last ACK put it, and
     # then an arrival is acknowledged at once; how often depends on where
-    # the window falls within its unit, drawn per connection.
-    assert gathered < per_seg(reads) <= 0.5
+    # the window falls within its unit, drawn per connection. (At most
+    # every second segment's ACK, give or take the immediate ACKs that
+    # answer out-of-order data after losses, as for `every_second`.)
+    assert gathered < per_seg(reads) <= 0.55
     assert reads.throughput_mbps > 0.9 * every_second.throughput_mbps
     with pytest.raises(ScenarioError, match="hosts.app_reads"):
         Scenario.from_dict(doc({"app_reads": "yes"}))
@@ -148,19 +150,20 @@ def test_router_errors_name_the_field(network, field):
 
 def test_path_delay_noise_defaults_to_the_measured_return_path_and_can_be_turned_off():
     default = Scenario.from_dict(doc()).engine["network"]
-    assert "delay_noise" not in default  # the engine's default: the linux backend's measured return-path noise
+    assert "delay_noise" not in default  # the engine's default: the body of the linux backend's measured return-path noise
     off = Scenario.from_dict(doc(delay_noise="none")).engine["network"]
     assert off["delay_noise"] is None
     fixed = Scenario.from_dict(doc(delay_noise="40us")).engine["network"]
     assert fixed["delay_noise"] == {"distribution": "constant", "value": 40_000.0}
     ln = Scenario.from_dict(doc(delay_noise={"distribution": "lognormal", "median": "25us", "sigma": 0.5})).engine["network"]
     assert ln["delay_noise"]["distribution"] == "lognormal"
-    # The default's own form, a lognormal body with a Pareto tail, takes its
-    # body's median with a unit too.
+    # The default is a lognormal of median 60 us (its tail is the return
+    # stalls'); a lognormal body with a Pareto tail per flow, the default
+    # until 2026-11-28, takes its body's median with a unit too.
+    assert schema.default("network", "delay_noise") == pytest.approx({"distribution": "lognormal", "mu": math.log(60_000), "sigma": 0.55})
     tailed = {"distribution": "lognormal_pareto", "median": "60us", "sigma": 0.55, "k": "200us", "alpha": 0.5, "tail": 0.03, "max": "3ms"}
     lp = Scenario.from_dict(doc(delay_noise=tailed)).engine["network"]["delay_noise"]
     assert lp["mu"] == pytest.approx(math.log(60_000)) and lp["k"] == 200_000 and lp["max"] == 3e6
-    assert lp == pytest.approx(schema.default("network", "delay_noise"))
     # Exact delays give the clockwork results; the default noise moves them.
     base = {"run.duration": "4s", "run.warmup": "1s"}
     r_default = ccarena.run("bench", overrides=base).flows.throughput_mbps.tolist()
@@ -224,18 +227,19 @@ def test_router_stalls_default_to_the_measured_ones_and_can_be_turned_off():
         on.flows.throughput_mbps.tolist()
 
 
-def test_return_stalls_are_off_by_default_and_hold_every_flows_acks_when_set():
-    assert schema.default("network", "return_stalls") is None
-    assert Scenario.from_dict(doc(return_stalls="none")).engine["network"]["return_stalls"] is None
-    # The measured set (net/stall.rs), with delay_noise's body alone.
+def test_return_stalls_default_to_the_measured_ones_and_can_be_turned_off():
+    # The measured set (net/stall.rs), beside delay_noise's body.
     measured = {"every": "25ms", "duration": {"distribution": "pareto", "k": "400us", "alpha": 0.7, "max": "3.5ms"}}
-    stalls = Scenario.from_dict(doc(return_stalls=measured)).engine["network"]["return_stalls"]
-    assert stalls == {"every": 25_000_000, "duration": {"distribution": "pareto", "k": 400_000, "alpha": 0.7, "max": 3_500_000}}
+    in_engine = {"every": 25_000_000, "duration": {"distribution": "pareto", "k": 400_000, "alpha": 0.7, "max": 3_500_000}}
+    assert schema.default("network", "return_stalls") == in_engine
+    assert Scenario.from_dict(doc(return_stalls=measured)).engine["network"]["return_stalls"] == in_engine
+    assert Scenario.from_dict(doc(return_stalls="none")).engine["network"]["return_stalls"] is None
     base = {"run.duration": "4s", "run.warmup": "1s"}
-    off = ccarena.run("bench", overrides=base).flows.throughput_mbps.tolist()
-    on = ccarena.run("bench", overrides={**base, "network.return_stalls": measured}).flows.throughput_mbps.tolist()
-    assert on != off
+    on = ccarena.run("bench", overrides=base).flows.throughput_mbps.tolist()
     assert ccarena.run("bench", overrides={**base, "network.return_stalls": measured}).flows.throughput_mbps.tolist() == on
+    off = ccarena.run("bench", overrides={**base, "network.return_stalls": "none"}).flows.throughput_mbps.tolist()
+    assert off != on
+    assert ccarena.run("bench", overrides={**base, "network.return_stalls": "none"}).flows.throughput_mbps.tolist() == off
 
 
 def test_a_router_stalls_table_keeps_the_measured_default_of_what_it_leaves_out():
@@ -244,10 +248,9 @@ def test_a_router_stalls_table_keeps_the_measured_default_of_what_it_leaves_out(
     assert often == {"every": 17_000_000, "duration": default["duration"]}
     longer = Scenario.from_dict(doc(router_stalls={"duration": "1ms"})).engine["network"]["router_stalls"]
     assert longer == {"every": default["every"], "duration": {"distribution": "constant", "value": 1_000_000}}
-    # The return path has no default stalls: both keys are needed there.
-    with pytest.raises(ScenarioError) as e:
-        Scenario.from_dict(doc(return_stalls={"every": "17ms"}))
-    assert e.value.field == "network.return_stalls.duration"
+    # So does the return path's.
+    ret = schema.default("network", "return_stalls")
+    assert Scenario.from_dict(doc(return_stalls={"every": "17ms"})).engine["network"]["return_stalls"] == {"every": 17_000_000, "duration": ret["duration"]}
 
 
 @pytest.mark.parametrize("setting", ["router_stalls", "return_stalls"])

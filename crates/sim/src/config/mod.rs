@@ -76,15 +76,15 @@ pub struct NetworkConfig {
     /// How late each packet on a flow's return (ACK) leg arrives beyond the
     /// leg's fixed delay, in nanoseconds: drawn per packet, never reordering
     /// (a packet leaves no earlier than the one ahead of it, so a late draw
-    /// holds back those behind it). It stands for all of the return path's
+    /// holds back those behind it). It stands for the return path's own
     /// timing noise between the bottleneck and the sender: the receiving
-    /// host's stack and application reads, the delay emulator's timers and
-    /// the CPUs' scheduling. That noise decides which flow a full drop-tail
-    /// queue turns away, and without it flows of equal RTT lock into
-    /// unequal shares (docs/fidelity.md). Default: the linux backend's, as
-    /// measured end to end, less the receiving application's wait for its
-    /// read while `hosts.app_reads` (on by default) draws that wait
-    /// (`return_noise_less_read`); None: exact delays.
+    /// host's stack, the delay emulator's timers and the CPUs' scheduling.
+    /// That noise decides which flow a full drop-tail queue turns away, and
+    /// without it flows of equal RTT lock into unequal shares
+    /// (docs/fidelity.md). Default: the body of the linux backend's noise as
+    /// measured end to end, per flow (`default_delay_noise`); its long
+    /// delays, which hit every flow together, are `return_stalls`; None:
+    /// exact delays.
     #[serde(default = "default_delay_noise")]
     pub delay_noise: Option<Dist>,
     /// When a Linux router's qdisc stops releasing packets, and for how
@@ -101,62 +101,35 @@ pub struct NetworkConfig {
     /// CPUs that run the receivers, the right router and the delay emulator
     /// busy elsewhere (net/stall.rs). Every flow's ACKs wait for the same
     /// stall's end and reach their senders together, on top of each flow's
-    /// own `delay_noise`. On the linux backend the return path's long delays
-    /// do hit both flows of a pair together, but drawing them so (with
-    /// `delay_noise`'s tail moved here, `net::stall::measured_return_stalls`)
-    /// left the agreement with the kernel as it was (docs/fidelity.md, "The
-    /// return path's shared stalls"), so the default is None. Applies to the
-    /// long-lived flows' return legs, where `delay_noise` applies.
-    #[serde(default)]
+    /// own `delay_noise`. Default: the linux backend's, measured
+    /// (`net::stall::measured_return_stalls`: the tail of its return path's
+    /// noise, which hits both flows of a pair together); None: each flow's
+    /// ACKs see `delay_noise` alone. Applies to the long-lived flows' return
+    /// legs, where `delay_noise` applies.
+    #[serde(default = "default_return_stalls")]
     pub return_stalls: Option<StallConfig>,
 }
 
-/// The linux backend's return-path noise less the receivers' wait for their
-/// application's read, which `hosts.app_reads` draws at the receiver: two
-/// CUBIC flows, 20 ms, 400 Mbit/s, 10 ms of buffer, offloads on, 20 s
-/// (2026-11-27, `python tools/kernel_host_timing.py --rate 400Mbps --rtt
-/// 20ms --flows 2 --seconds 20`, the first flow's `loop_less_receiver`: from
-/// each skb's departure from tbf to the sender's next skb after the first
-/// ACK covering it reaching the left router, less the time the receiver
-/// held it, less the fastest), as percentiles 0, 10, 25, 50, 75, 90, 95,
-/// 97, 99, 99.9 and 100 (us). The whole loop in the same run: p50 87 us,
-/// p90 487, p99 1,567.
-pub fn return_noise_less_read() -> Option<Dist> {
-    Some(Dist::empirical_us(&RETURN_LESS_READ_US, &RETURN_LESS_READ_PROBABILITIES))
-}
-
-const RETURN_LESS_READ_US: [f64; 11] = [0.0, 32.9, 44.7, 61.5, 92.4, 264.4, 554.2, 746.1, 906.1, 1970.7, 3371.8];
-const RETURN_LESS_READ_PROBABILITIES: [f64; 11] = [0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.97, 0.99, 0.999, 1.0];
-
-/// The default: the linux backend's whole return path (with receivers that
-/// read at once, `hosts.app_reads` off), measured end to end on its
-/// two-flow runs at 400 Mbit/s and 1 Gbit/s (2026-11-26,
-/// `tools/kernel_host_timing.py`, `return_path_noise_us`: from each skb's
-/// departure from tbf to the first ACK that covers it, cumulatively or by
-/// SACK, coming back to the left router, less the fastest; with the sender's
-/// turnaround to its next skb, which delays the next arrival at the queue as
-/// much): p50 48-104 us, p90 118-189, p95 172-308, p99 0.65-1.2 ms, p99.9
-/// 1.9-4.9 ms. Drawn here as a lognormal body of median 60 us and sigma 0.55
-/// below 200 us, and 3 % of draws in a Pareto tail of shape 0.5 above it up
-/// to 3 ms; the draws' FIFO order (a late ACK holds back the ones behind
-/// it, at about one ACK per millisecond per flow) fattens the tail to the
-/// measured shape.
+/// The body of the linux backend's return-path noise, per flow: its whole
+/// return path measured end to end on its two-flow runs at 400 Mbit/s and 1
+/// Gbit/s (2026-11-26, `tools/kernel_host_timing.py`,
+/// `return_path_noise_us`: p10 20-47 us, p50 48-104 us, p90 118-189 us),
+/// drawn as a lognormal of median 60 us and sigma 0.55. Its tail (p99
+/// 0.65-1.2 ms, p99.9 1.9-4.9 ms) hits every flow together and is drawn as
+/// the return path's stalls (`default_return_stalls`). The same body fits
+/// the loop measured less the receivers' wait for their reads (p10 33 us,
+/// p25 45, p50 62, p75 92: the lognormal's 30, 41, 60, 87), so it holds
+/// whether `hosts.app_reads` draws that wait at the receivers or not.
 pub const RETURN_NOISE_MEDIAN_NS: f64 = 60_000.0;
 pub const RETURN_NOISE_SIGMA: f64 = 0.55;
-pub const RETURN_NOISE_TAIL_FROM_NS: f64 = 200_000.0;
-pub const RETURN_NOISE_TAIL_SHARE: f64 = 0.03;
-pub const RETURN_NOISE_TAIL_ALPHA: f64 = 0.5;
-pub const RETURN_NOISE_MAX_NS: f64 = 3_000_000.0;
 
 pub fn default_delay_noise() -> Option<Dist> {
-    Some(Dist::LognormalPareto {
-        mu: RETURN_NOISE_MEDIAN_NS.ln(),
-        sigma: RETURN_NOISE_SIGMA,
-        k: RETURN_NOISE_TAIL_FROM_NS,
-        alpha: RETURN_NOISE_TAIL_ALPHA,
-        tail: Some(RETURN_NOISE_TAIL_SHARE),
-        max: Some(RETURN_NOISE_MAX_NS),
-    })
+    Some(Dist::Lognormal { mu: RETURN_NOISE_MEDIAN_NS.ln(), sigma: RETURN_NOISE_SIGMA })
+}
+
+/// The return path's measured stalls (net/stall.rs), shared by every flow.
+pub fn default_return_stalls() -> Option<StallConfig> {
+    Some(crate::net::stall::measured_return_stalls())
 }
 
 /// A full-size packet as tbf counts it: 1500-byte IP packet + 14-byte

@@ -107,9 +107,9 @@ pub fn default_router_stalls() -> Option<StallConfig> {
 }
 
 /// The stalls of the linux backend's return path (receivers, right router,
-/// delay program), as one process for every flow: a setting of
-/// `network.return_stalls` to go with a `delay_noise` of the lognormal body
-/// alone (median 60 us, sigma 0.55). Measured 2026-11-27 from
+/// delay program), as one process for every flow: the default of
+/// `network.return_stalls`, beside `delay_noise`'s default, the lognormal
+/// body alone (median 60 us, sigma 0.55). Measured 2026-11-27 from
 /// the left router's captures of two-flow runs (CUBIC and Reno at 400
 /// Mbit/s, 20/20 ms): when one flow's ACK comes back more than 2 ms later
 /// than its fastest, the other flow's ACKs within 0.5 ms of it are as late
@@ -121,8 +121,9 @@ pub fn default_router_stalls() -> Option<StallConfig> {
 /// tail is drawn here: stalls every 25 ms on average lasting a Pareto of
 /// shape 0.7 from 400 us up to 3.5 ms. With the body, at any ACK rate,
 /// that gives each flow's ACKs p95 206 us, p97 396 us, p99 1.25 ms, p99.9
-/// 2.7 ms (the default per-flow tail gives 181 us, 398 us, 1.22 ms, 2.54
-/// ms at one ACK per millisecond).
+/// 2.7 ms (a per-flow tail fitted to the same measurements, the default
+/// until 2026-11-28, gave 181 us, 398 us, 1.22 ms, 2.54 ms at one ACK per
+/// millisecond).
 pub const RETURN_STALL_EVERY_NS: u64 = 25_000_000;
 pub const RETURN_STALL_FROM_NS: f64 = 400_000.0;
 pub const RETURN_STALL_ALPHA: f64 = 0.7;

@@ -187,16 +187,6 @@ fn endpoints(
     (sender, receiver)
 }
 
-/// The return legs' noise: as given, except that the default, the whole
-/// loop's, leaves out the receivers' wait for their reads when
-/// `hosts.app_reads` draws that wait at the receivers.
-fn return_noise(cfg: &SimConfig) -> Option<Dist> {
-    if cfg.hosts.app_reads && cfg.network.delay_noise == crate::config::default_delay_noise() {
-        return crate::config::return_noise_less_read();
-    }
-    cfg.network.delay_noise.clone()
-}
-
 /// A receiver's batching (None: packets are processed as they arrive).
 fn rx_batcher(hosts: &HostConfig, seed: u64, stream: &str) -> Option<RxBatcher> {
     hosts.rx_batching.then(|| RxBatcher::new(hosts.rx_hold.clone(), Rng::stream(seed, stream)))
@@ -278,7 +268,7 @@ impl Simulation {
         let rtts = cfg.flow_rtts();
         let mut flows = Vec::new();
         let mut routes: Vec<[Route; 2]> = Vec::new();
-        let return_noise = return_noise(&cfg);
+        let return_noise = cfg.network.delay_noise.clone();
         for (i, f) in cfg.flows.iter().enumerate() {
             let id = i as u32;
             let start = starts[i];
