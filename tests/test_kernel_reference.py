@@ -57,6 +57,7 @@ if FULL:
     SETS["paper-20261128-152931-bucket-100KB-together"] = set()
     # The first set taken after the return path's tail became shared.
     SETS["paper-quick-20261128-164615"] = set()
+    SETS["paper-rates-20261128-171408"] = set()
 
 
 @pytest.mark.slow
