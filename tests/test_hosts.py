@@ -44,6 +44,25 @@ def test_super_packets_and_stretch_acks_are_recorded():
     assert batched.acks_sent / batched.segments_sent < 0.25
 
 
+def test_queue_drops_are_recorded_in_segments_and_in_skbs_as_tc_counts_them():
+    # Two flows into a small buffer: the Linux router (the default) drops
+    # super-packets that fit its bucket whole, so it turns away fewer skbs
+    # than segments; a switch drops packets, each counted once.
+    two = dict(doc(buffer="60kB"), flows=[{"cca": "cubic", "rtt": "20ms", "count": 2}])
+    linux = ccarena.run(two).record["link"]
+    assert 0 < linux["drops_queue_skbs"] < linux["drops_queue"], linux
+    switch = ccarena.run(dict(two, network=dict(two["network"], router="switch"))).record["link"]
+    assert 0 < switch["drops_queue_skbs"] == switch["drops_queue"], switch
+    # Stored records from before the count: a kernel's tbf always counted
+    # skbs; a simulator's cannot say.
+    from ccarena.results.record import normalise
+    old = ccarena.run(two).record
+    del old["link"]["drops_queue_skbs"]
+    assert normalise(json.loads(json.dumps(old)))["link"]["drops_queue_skbs"] is None
+    kernel = dict(json.loads(json.dumps(old)), backend="linux")
+    assert normalise(kernel)["link"]["drops_queue_skbs"] == old["link"]["drops_queue"]
+
+
 def test_receivers_acknowledge_at_the_applications_reads():
     # Without offloads a receiver that reads data as it arrives acknowledges
     # every second segment; with the application's reads modelled (the

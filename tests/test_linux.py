@@ -321,6 +321,8 @@ def test_ci_short_run_reno_and_cubic(tmp_path):
         assert 39.5 < s["min_rtt_us"][-1] / 1000 < 41.0, s["min_rtt_us"][-1]
         assert len(s["t_ns"]) == 100
     assert rec["link"]["drops_queue"] > 0
+    # tbf counts skbs: the one count there is fills both fields.
+    assert rec["link"]["drops_queue_skbs"] == rec["link"]["drops_queue"]
     # How slow start ended, from the sender namespaces' HyStart counters:
     # Reno has no HyStart; CUBIC's exits, if any, carry their cwnd.
     reno, cubic = (fl["counters"] for fl in rec["flows"])
@@ -485,8 +487,8 @@ def test_validate_ci_set(tmp_path):
     assert "reno-50M-40v40ms" in p.stdout and "cubic-50M-40v40ms" in p.stdout
     (d,) = list(tmp_path.iterdir())
     table = json.loads((d / "table.json").read_text())
-    assert {r["metric"] for r in table} == {"share0", "ratio", "utilization", "retrans", "rtx_per_event", "both_lost", "seg_per_skb", "seg_per_skb_bottleneck",
-                                            "acks_per_seg", "emulator_late_us", "machine_stalls_1ms", "steal_pct", "softirq_pct"}
+    assert {r["metric"] for r in table} == {"share0", "ratio", "utilization", "retrans", "rtx_per_event", "drops_per_event", "both_lost", "seg_per_skb",
+                                            "seg_per_skb_bottleneck", "acks_per_seg", "emulator_late_us", "machine_stalls_1ms", "steal_pct", "softirq_pct"}
     util = [r for r in table if r["metric"] == "utilization"]
     assert all(r["kernel"] > 0.85 and r["sim"] > 0.85 for r in util)
     # Both backends' hosts hand their devices super-packets (tcp_tso_autosize
@@ -502,6 +504,10 @@ def test_validate_ci_set(tmp_path):
         # Each loss episode costs at least the segment it lost (NaN: none in a short run).
         if r["metric"] == "rtx_per_event" and r["kernel"] == r["kernel"]:
             assert r["kernel"] >= 1 and (r["sim"] != r["sim"] or r["sim"] >= 1), r
+        # Every congestion event of a lone bottleneck follows a drop there
+        # (an RTO may follow none): at least one skb per event on the whole.
+        if r["metric"] == "drops_per_event" and r["kernel"] == r["kernel"]:
+            assert r["kernel"] > 0.5 and (r["sim"] != r["sim"] or r["sim"] > 0.5), r
         # A share of loss episodes (NaN, null in JSON: no loss after the warm-up).
         if r["metric"] == "both_lost":
             assert all(v is None or v != v or 0 <= v <= 1 for v in (r["kernel"], r["sim"])), r

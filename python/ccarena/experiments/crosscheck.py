@@ -139,6 +139,7 @@ METRICS = {
     "utilization": "utilisation",
     "retrans": "retransmissions",
     "rtx_per_event": "retransmissions per congestion event",
+    "drops_per_event": "skbs the bottleneck dropped per congestion event",
     "both_lost": "loss episodes that took both flows",
     "seg_per_skb": "segments per skb (sender)",
     "seg_per_skb_bottleneck": "segments per skb (bottleneck)",
@@ -204,6 +205,7 @@ def metrics_of(result) -> dict[str, float]:
         # both backends count recoveries and RTOs as their kernels do (the
         # linux backend reads TcpExtTCPSackRecovery/RenoRecovery and TCPTimeouts).
         "rtx_per_event": _ratio(float(f.retransmissions.sum()), float(f.recoveries.sum() + f.rtos.sum())),
+        "drops_per_event": bottleneck_drops_per_event(result),
         "both_lost": both_flow_loss_share(result.timeseries, list(f.index), float(result.record["warmup_ns"]) / 1e9),
         "seg_per_skb": segs / skbs if skbs > 0 else float("nan"),
         "seg_per_skb_bottleneck": bottleneck_burst(result.record),
@@ -224,6 +226,18 @@ def bottleneck_burst(record: dict) -> float:
     link = record.get("link") or {}
     skbs = link.get("skbs_out", 0)
     return float(link["departures"] / skbs) if skbs else float("nan")
+
+
+def bottleneck_drops_per_event(result) -> float:
+    """Skbs the bottleneck's queue turned away per congestion event (every
+    TCP flow's recoveries and RTOs, background flows included, as the
+    queue's count includes theirs): how many skbs one overflow takes, in
+    the unit a Linux qdisc counts (a super-packet once; tbf reports nothing
+    finer). NaN for records without the count or without an event."""
+    dropped = (result.record.get("link") or {}).get("drops_queue_skbs")
+    f = result.flows
+    events = float(f.recoveries.sum() + f.rtos.sum())
+    return float(dropped) / events if dropped is not None and events > 0 else float("nan")
 
 
 def cpu_share_pct(record: dict, kind: str) -> float:
@@ -614,7 +628,7 @@ def rank_summary(table: pd.DataFrame) -> str:
 
 #: The decimals the table shows of each metric, in the metric's own units
 #: (utilisation as a fraction, shown in per cent: 0.1 % is 0.001).
-DECIMALS = {"retrans": 0, "seg_per_skb": 1, "seg_per_skb_bottleneck": 1, "rtx_per_event": 1, "emulator_late_us": 1,
+DECIMALS = {"retrans": 0, "seg_per_skb": 1, "seg_per_skb_bottleneck": 1, "rtx_per_event": 1, "drops_per_event": 2, "emulator_late_us": 1,
             "machine_stalls_1ms": 2, "steal_pct": 2, "softirq_pct": 2,
             "utilization": 3, "share0": 3, "ratio": 3, "acks_per_seg": 3, "both_lost": 3}
 

@@ -133,7 +133,8 @@ class LinkRecord(TypedDict):
     departures: int
     skbs_out: int  # skbs handed on (a super-packet queued whole counts once; 0: not recorded)
     bytes_out: int
-    drops_queue: int
+    drops_queue: int  # packets (segments) the queue turned away; a kernel's tbf counts skbs here too
+    drops_queue_skbs: int | None  # the same drops as a Linux qdisc counts them (a super-packet once); None: not recorded
     drops_random: int
     drops_aqm: int
     window_bytes_out: int  # during the measurement window
@@ -236,5 +237,8 @@ def normalise(record: dict) -> RunRecord:
         link.setdefault("window_capacity_bytes", int(round(link["rate_bps"] * window_ns / 8e9)))
         link.setdefault("ce_marks", 0)
         link.setdefault("skbs_out", 0)  # records from before the count
+        # tbf counts skbs: a kernel backend's drops always were; a simulator
+        # record from before the count cannot say.
+        link.setdefault("drops_queue_skbs", link["drops_queue"] if record.get("backend", "sim") != "sim" else None)
         link.setdefault("qdisc", {"kind": "drop_tail", "ce_marks": 0, "sojourn_packets": 0, "sojourn_sum_ns": 0, "sojourn_max_ns": 0})
     return record  # type: ignore[return-value]

@@ -34,6 +34,10 @@ pub struct LinkStats {
     pub skbs_out: u64,
     pub bytes_out: u64,
     pub drops_queue: u64,
+    /// The queue's overflow drops as a Linux qdisc counts them (`qdisc_drop`,
+    /// tc's "dropped"): a super-packet dropped whole counts once, any other
+    /// packet once. drops_queue counts their segments.
+    pub drops_queue_skbs: u64,
     pub drops_random: u64,
     pub drops_aqm: u64,
     /// Per-flow drops of data packets (queue + AQM + random), indexed by flow.
@@ -222,6 +226,7 @@ impl Link {
             } else if fits {
                 Verdict::Admit
             } else {
+                self.stats.drops_queue_skbs += 1;
                 Verdict::Full
             };
             self.skbs[f] = Some(SkbDecision { epoch: pkt.epoch, first_seq, verdict });
@@ -324,6 +329,7 @@ impl Link {
             Enqueued::Accepted => Ok(()),
             Enqueued::Dropped(p) => {
                 self.stats.drops_queue += 1;
+                self.stats.drops_queue_skbs += 1;
                 self.stats.count_drop(&p, false);
                 Err(p)
             }
@@ -337,6 +343,7 @@ impl Link {
                 self.qdisc.take_drops(&mut self.scratch_drops);
                 for p in &self.scratch_drops {
                     self.stats.drops_queue += 1;
+                    self.stats.drops_queue_skbs += 1;
                     self.stats.count_drop(p, false);
                 }
                 Ok(())
@@ -690,6 +697,7 @@ mod tests {
         // 10 queued packets go.
         let _ = l.arrive(Time(20), seg_of(2, 0));
         assert_eq!(l.stats.drops_queue, 5);
+        assert_eq!(l.stats.drops_queue_skbs, 5, "packets, each its own skb");
         assert_eq!(l.stats.flow_drops[0], 5);
         assert_eq!(l.backlog_packets(), 6);
     }
@@ -747,7 +755,7 @@ mod tests {
             }
             assert_eq!(segments(&b), a, "burst {burst}");
             let stats = |l: &Link| {
-                (l.stats.arrivals, l.stats.departures, l.stats.skbs_out, l.stats.bytes_out, l.stats.drops_queue, l.stats.flow_drops.clone())
+                (l.stats.arrivals, l.stats.departures, l.stats.skbs_out, l.stats.bytes_out, l.stats.drops_queue, l.stats.drops_queue_skbs, l.stats.flow_drops.clone())
             };
             assert_eq!(stats(&by_skb), stats(&by_segment));
             // A bucket smaller than the skb splits it (tbf_segment): segments
@@ -756,6 +764,10 @@ mod tests {
             let per_skb = if burst == 4_500 { 3 } else { 1 };
             assert!(by_skb.stats.departures >= 3, "burst {burst}");
             assert_eq!(by_skb.stats.skbs_out * per_skb, by_skb.stats.departures, "burst {burst}");
+            // Drops as tc counts them: the skb dropped whole once, split
+            // segments one by one.
+            assert!(by_skb.stats.drops_queue > 0, "burst {burst}");
+            assert_eq!(by_skb.stats.drops_queue_skbs * per_skb, by_skb.stats.drops_queue, "burst {burst}");
         }
     }
 }

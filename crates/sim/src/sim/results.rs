@@ -42,7 +42,11 @@ pub struct LinkResult {
     /// once): departures / skbs_out is the bursts' size at the bottleneck.
     pub skbs_out: u64,
     pub bytes_out: u64,
+    /// Segments the queue turned away.
     pub drops_queue: u64,
+    /// The same drops as a Linux qdisc counts them: a super-packet dropped
+    /// whole once (the linux backend's tbf reports only this count).
+    pub drops_queue_skbs: u64,
     pub drops_random: u64,
     pub drops_aqm: u64,
     /// Bytes transmitted during the measurement window.
@@ -128,6 +132,7 @@ impl Simulation {
             skbs_out: s.skbs_out,
             bytes_out: s.bytes_out,
             drops_queue: s.drops_queue,
+            drops_queue_skbs: s.drops_queue_skbs,
             drops_random: s.drops_random,
             drops_aqm: s.drops_aqm,
             window_bytes_out: s.bytes_out - self.window_bytes_start[i],

@@ -655,7 +655,10 @@ def build_record(run: _Run, backend: str = "linux", section: Callable[[list[floa
         "departures": fin["packets"],
         "skbs_out": getattr(run, "bottleneck_skbs", 0),
         "bytes_out": ip_bytes(fin),
+        # tbf counts what it drops in skbs (a super-packet once), not in
+        # segments: both fields carry that count.
         "drops_queue": fin["drops"] - red["early"],
+        "drops_queue_skbs": fin["drops"] - red["early"],
         "drops_random": run.loss_drops,
         "drops_aqm": red["early"],
         "ce_marks": red["marked"],
