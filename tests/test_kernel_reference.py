@@ -101,8 +101,13 @@ def test_the_standing_tool_sums_the_kept_sets():
     rows = [{"case": "c", "backend": "linux", "seed": k, "utilization": u, "ratio": 0.5, "emulator_late_us": late, "held": late < 1000}
             for k, (u, late) in enumerate([(0.95, 60.0), (0.97, 80.0), (0.5, 9000.0)], 1)]
     rows += [{"case": "c", "backend": "sim", "seed": k, "utilization": 0.96, "ratio": 0.8} for k in (1, 2, 3)]
-    row = standing.standing_row("s", summarise(pd.DataFrame(rows), ["c"]))
+    table = summarise(pd.DataFrame(rows), ["c"])
+    row = standing.standing_row("s", table)
     assert (row["cells"], row["within"], row["ratios"], row["ratios_within"]) == (2, 1, 1, 0)
+    # Per row over the sets: utilisation inside the spread, the ratio not.
+    per_metric = {r["metric"]: (r["within"], r["cells"]) for r in standing.metric_rows([("s", table), ("t", table)])}
+    assert per_metric == {"utilization": (2, 2), "ratio": (0, 2)}, per_metric
+    assert "| utilisation | 2 of 2 |" in standing.metrics_markdown(standing.metric_rows([("s", table), ("t", table)]))
     assert (row["held_runs"], row["kernel_runs"], row["worst_ratio_factor"]) == (2, 3, 1.6)
     table = standing.as_markdown([row, {**row, "set": "t"}], {"t": {"hosts.tso": False}})
     assert "| t | `hosts.tso=False` | 2 of 3 | n/a | n/a | 1 of 2 |" in table  # runs without the stalls' log or the CPU's

@@ -27,7 +27,7 @@ import json
 import tempfile
 from pathlib import Path
 
-from ccarena.experiments.crosscheck import RATIO_FACTOR_LIMIT, ratio_factor, ratio_factors, run_validation, within_spread
+from ccarena.experiments.crosscheck import METRICS, RATIO_FACTOR_LIMIT, ratio_factor, ratio_factors, run_validation, within_spread
 from ccarena.scenario.document import parse_override
 
 KEPT = Path(__file__).resolve().parents[1] / "validation" / "kernel"
@@ -113,6 +113,28 @@ def pooled_markdown(rows: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def metric_rows(tables: list) -> list[dict]:
+    """Per compared metric over every set: cells within the kernel's spread
+    and cells compared (within_spread's test), and cells that differ by the
+    rank test: which rows hold the totals down."""
+    out: dict[str, dict] = {}
+    for _, table in tables:
+        compared = table[(table.repetitions > 1) & table.sim.notna() & table.kernel.notna()]
+        for metric, rows in compared.groupby("metric", sort=False):
+            r = out.setdefault(str(metric), {"metric": str(metric), "cells": 0, "within": 0, "differ": 0})
+            r["cells"] += len(rows)
+            r["within"] += int((~rows.flagged).sum())
+            r["differ"] += int(rows.differs.sum())
+    return list(out.values())
+
+
+def metrics_markdown(rows: list[dict]) -> str:
+    lines = ["| metric | cells within spread | differ |", "|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {METRICS.get(r['metric'], r['metric'])} | {r['within']} of {r['cells']} | {r['differ']} |")
+    return "\n".join(lines) + "\n"
+
+
 def as_markdown(rows: list[dict], overrides: dict[str, dict]) -> str:
     lines = ["| kernel set | overrides | held runs | machine's stalls > 1 ms a second | CPU in packet processing | cells within spread | differ | ratios within 1.5x (largest factor) |",
              "|---|---|---|---|---|---|---|---|"]
@@ -161,9 +183,13 @@ def main() -> None:
         if pooled:
             print("\nCases run the same way in more than one set, all their kernel runs together:\n")
             print(pooled_markdown(pooled), end="")
+        print("\nEach compared row over every set:\n")
+        print(metrics_markdown(metric_rows(tables)), end="")
     else:
         for r in pooled:
             print(json.dumps({"pooled": r}), flush=True)
+        for r in metric_rows(tables):
+            print(json.dumps({"metric": r}), flush=True)
 
 
 if __name__ == "__main__":
