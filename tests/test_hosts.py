@@ -44,6 +44,16 @@ def test_super_packets_and_stretch_acks_are_recorded():
     assert batched.acks_sent / batched.segments_sent < 0.25
 
 
+def test_every_flows_pacing_rate_is_recorded_as_ss_shows_it():
+    # tcp_update_pacing_rate runs for every flow, paced or not (it sizes
+    # TSO bursts): 120 % of cwnd x MSS / sRTT in congestion avoidance,
+    # 200 % in slow start. ss shows it; so do the time series.
+    ts = ccarena.run(doc()).timeseries
+    s = ts[(ts.t_s > 1) & (ts.srtt_ms > 0)]
+    ratio = s.pacing_rate_mbps / (s.cwnd * 1448 * 8 / (s.srtt_ms * 1e3))
+    assert ratio.between(1.15, 2.05).all() and abs(ratio.median() - 1.2) < 0.05, ratio.describe()
+
+
 def test_queue_drops_are_recorded_in_segments_and_in_skbs_as_tc_counts_them():
     # Two flows into a small buffer: the Linux router (the default) drops
     # super-packets that fit its bucket whole, so it turns away fewer skbs

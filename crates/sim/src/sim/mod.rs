@@ -794,7 +794,10 @@ impl Simulation {
             s.delivered_bytes.push(delivered);
             s.retransmissions.push(f.sender.counters.retransmissions);
             s.ca_state.push(tp.ca_state as u8);
-            s.pacing_rate_bps.push(if tp.pacing_status == crate::cc::PacingStatus::Needed { tp.pacing_rate * 8 } else { 0 });
+            // sk_pacing_rate as `ss` shows it: Linux computes it for every flow
+            // (tcp_update_pacing_rate; it sizes TSO bursts and TSQ's budget)
+            // whether or not anything enforces it.
+            s.pacing_rate_bps.push(tp.pacing_rate.saturating_mul(8));
             if let Some(info) = f.sender.cc.get_info(tp) {
                 s.cc_bw_bps.push(info.bw_bytes_per_s * 8);
                 s.cc_min_rtt_us.push(if info.min_rtt_us == u32::MAX { 0 } else { info.min_rtt_us });
