@@ -14,6 +14,10 @@ moves between hours on this machine by more than the simulator's
 distance from any one set, so the pooled mean is the better estimate of
 it.
 
+With `--markdown` a third table sums each compared row (share, ratio,
+drops per congestion event, ACKs per segment, ...) over every set: which
+rows hold the totals down.
+
 The sets with overrides on both backends (e.g. offloads off) say so in the
 `overrides` column; `--set` applies to the simulator alone, as with
 `--kernel-runs`. Each re-check is stored under `--out` as validate stores it.
