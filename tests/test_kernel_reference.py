@@ -9,7 +9,7 @@ within 1.5x of the kernel's mean). Short tier: 5 simulator seeds a case
 on the 400 Mbit/s set and the 100 Mbit/s set with offloads off; full: 20,
 and the 100 Mbit/s and 1 Gbit/s set, the 120 s set, the testbed
 background's set, further 400 Mbit/s sets (one of flows started
-together, one of +20/+60 ms), and three of one BDP with a 100 KB tbf
+together, one of +20/+60 ms and one of 16/162 ms), and three of one BDP with a 100 KB tbf
 bucket (one of them started together) as well."""
 
 from pathlib import Path
@@ -63,6 +63,8 @@ if FULL:
     # +20/+60 ms, Reno and CUBIC, 10 ms and one BDP: an RTT pair no default
     # was chosen on.
     SETS["paper-20261128-200155"] = set()
+    # 16/162 ms with 10 ms of buffer, Reno and CUBIC: likewise.
+    SETS["paper-20261128-203138"] = set()
 
 
 @pytest.mark.slow
