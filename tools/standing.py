@@ -31,7 +31,7 @@ import json
 import tempfile
 from pathlib import Path
 
-from ccarena.experiments.crosscheck import METRICS, RATIO_FACTOR_LIMIT, ratio_factor, ratio_factors, run_validation, within_spread
+from ccarena.experiments.crosscheck import METRICS, RATIO_FACTOR_LIMIT, compared_cells, ratio_factor, ratio_factors, run_validation, within_spread
 from ccarena.scenario.document import parse_override
 
 KEPT = Path(__file__).resolve().parents[1] / "validation" / "kernel"
@@ -119,12 +119,11 @@ def pooled_markdown(rows: list[dict]) -> str:
 
 def metric_rows(tables: list) -> list[dict]:
     """Per compared metric over every set: cells within the kernel's spread
-    and cells compared (within_spread's test), and cells that differ by the
+    and cells compared (within_spread's test on compared_cells), and cells that differ by the
     rank test: which rows hold the totals down."""
     out: dict[str, dict] = {}
     for _, table in tables:
-        compared = table[(table.repetitions > 1) & table.sim.notna() & table.kernel.notna()]
-        for metric, rows in compared.groupby("metric", sort=False):
+        for metric, rows in compared_cells(table).groupby("metric", sort=False):
             r = out.setdefault(str(metric), {"metric": str(metric), "cells": 0, "within": 0, "differ": 0})
             r["cells"] += len(rows)
             r["within"] += int((~rows.flagged).sum())

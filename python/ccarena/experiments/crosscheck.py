@@ -65,7 +65,7 @@ from ..scenario.model import Scenario
 from ..scenario.traffic import BACKGROUNDS
 from ..scenario.units import parse_duration
 
-__all__ = ["VALIDATION_SETS", "validation_cases", "run_validation", "METRICS", "format_metric", "fmt_diff", "within_spread", "like_with_like_summary",
+__all__ = ["VALIDATION_SETS", "validation_cases", "run_validation", "METRICS", "format_metric", "fmt_diff", "within_spread", "compared_cells", "like_with_like_summary",
            "ratio_factor", "ratio_factors", "ratio_summary", "held_summary", "stalls_summary", "HELD_LATENESS_SHARE", "RATIO_FACTOR_LIMIT", "stored_set_name", "rank_test_p", "rank_summary", "RANK_TEST_ALPHA"]
 
 
@@ -654,10 +654,16 @@ def fmt_diff(metric: str, v: float) -> str:
     return f"{v:+.{DECIMALS.get(metric, 3)}f}"
 
 
+def compared_cells(table: pd.DataFrame) -> pd.DataFrame:
+    """The cells a comparison counts: both backends measured the metric, the
+    kernel more than once."""
+    return table[(table.repetitions > 1) & table.sim.notna() & table.kernel.notna()]
+
+
 def within_spread(table: pd.DataFrame) -> tuple[int, int]:
     """Cells where the simulator's mean lies within the kernel's spread, and
-    cells compared (both backends measured it, the kernel more than once)."""
-    compared = table[(table.repetitions > 1) & table.sim.notna() & table.kernel.notna()]
+    cells compared (compared_cells)."""
+    compared = compared_cells(table)
     return int((~compared.flagged).sum()), int(len(compared))
 
 
