@@ -185,3 +185,21 @@ def test_kernel_runs_that_did_not_hold_the_set_up_are_left_out_and_said_so():
     assert [case for case, _ in ratio_factors(table)] == ["c"]
     assert held_summary(table).endswith("left out: 2 of 5 (c 1 of 3, d 1 of 2); a case left with one run or none is compared nowhere")
     assert held_summary(table[table.case == "c"].assign(kernel_runs=2)) == "kernel runs that did not hold the set-up: none"
+
+
+def test_a_kernel_run_whose_window_left_the_possible_does_not_hold():
+    # The BPF algorithms' fault on this machine's kernel: an ssthresh the
+    # program never returned (the low bits of a kernel address) becomes the
+    # window at the end of a recovery.
+    from types import SimpleNamespace
+
+    from ccarena.experiments.crosscheck import KERNEL_WINDOW_LIMIT, window_possible
+
+    def run(cwnds):
+        return SimpleNamespace(timeseries=pd.DataFrame({"flow": [0] * len(cwnds), "cwnd": cwnds}))
+
+    assert window_possible(run([600.0, 28_000.0, KERNEL_WINDOW_LIMIT]))
+    assert not window_possible(run([600.0, 82_903_040.0, 700.0]))
+    assert not window_possible(run([KERNEL_WINDOW_LIMIT + 1.0]))
+    assert window_possible(run([float("nan"), 500.0]))  # UDP rows carry no window
+    assert window_possible(SimpleNamespace(timeseries=pd.DataFrame()))

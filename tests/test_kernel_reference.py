@@ -9,7 +9,8 @@ within 1.5x of the kernel's mean). Short tier: 5 simulator seeds a case
 on the 400 Mbit/s set and the 100 Mbit/s set with offloads off; full: 20,
 and the 100 Mbit/s and 1 Gbit/s set, the 120 s set, the testbed
 background's set, further 400 Mbit/s sets (one of flows started
-together, one of +20/+60 ms and one of 16/162 ms), and three of one BDP with a 100 KB tbf
+together, one of +20/+60 ms, one of 16/162 ms and one of BBR, BIC and
+HighSpeed with 10 ms of buffer), and two of one BDP with a 100 KB tbf
 bucket (one of them started together) as well."""
 
 from pathlib import Path
@@ -30,6 +31,9 @@ FLOORS = {"paper-quick-20261128-065750-120s": 0.75, "paper-quick-20261128-141220
           # narrow kernel spread (docs/fidelity.md, "BBR at one BDP started
           # together, and the return path's shared tail").
           "paper-20261128-152931-bucket-100KB-together": 0.6}
+#: Cases a set keeps but compares nowhere: fewer than two kernel runs held
+#: (the BPF programs' ssthresh fault, crosscheck.KERNEL_WINDOW_LIMIT).
+UNCOMPARED = {"paper-20261128-215702": {"bic-400M-10v40ms-10ms"}}
 if FULL:
     SETS["paper-rates-20261128-043845"] = {"reno-1000M-10v40ms-10ms"}
     # 120 s runs on a machine that stalled more than the default's (the
@@ -41,8 +45,9 @@ if FULL:
     SETS["paper-quick-20261128-083735-together"] = set()
     # One BDP at 400 Mbit/s with a tbf bucket that queues every skb whole
     # (docs/fidelity.md, "The machine's stalls are mostly its own packet
-    # load"); BBR's +10/+40 ms ratio is outside on this day's kernel.
-    SETS["paper-20261128-102315-bucket-100KB"] = set()
+    # load"); BBR's +10/+40 ms ratio is outside on this day's kernel. (The
+    # set of 10:23 beside it, BIC alone, is kept but compared nowhere: two
+    # of its three runs had the BPF program's ssthresh fault.)
     SETS["paper-20261128-102610-bucket-100KB"] = {"bbr-400M-10v40ms-1bdp"}
     # The first set whose kernel runs count the bottleneck's skbs.
     SETS["paper-quick-20261128-112149"] = set()
@@ -65,6 +70,12 @@ if FULL:
     SETS["paper-20261128-200155"] = set()
     # 16/162 ms with 10 ms of buffer, Reno and CUBIC: likewise.
     SETS["paper-20261128-203138"] = set()
+    # BBR, BIC and HighSpeed with 10 ms of buffer, +10/+40 and 20/20 ms: BIC
+    # +10/+40 ms is compared nowhere (the BPF program's ssthresh fault in
+    # all five runs), BIC 20/20 ms on three runs lies outside 1.5x
+    # (docs/fidelity.md, "BIC's kernel runs: an ssthresh the program never
+    # returned").
+    SETS["paper-20261128-215702"] = {"bic-400M-20v20ms-10ms"}
 
 
 @pytest.mark.slow
@@ -75,7 +86,8 @@ def test_the_simulator_agrees_with_the_stored_kernel_runs(kernel_set, tmp_path):
     assert cells >= 8 and ok >= FLOORS.get(kernel_set, 0.8) * cells, f"{ok} of {cells} cells within the kernel's spread"
     factors = ratio_factors(table)
     outside = {case for case, f in factors if f > RATIO_FACTOR_LIMIT}
-    assert len(factors) == table.case.nunique() and outside <= SETS[kernel_set], factors
+    compared = {case for case, _ in factors}
+    assert compared == set(table.case) - UNCOMPARED.get(kernel_set, set()) and outside <= SETS[kernel_set], factors
 
 
 def test_stored_kernel_runs_that_did_not_hold_their_set_up_are_counted():
@@ -91,6 +103,21 @@ def test_stored_kernel_runs_that_did_not_hold_their_set_up_are_counted():
     unheld = sum(not held_setup(emulator_lateness_us(load_result(directory / "runs" / cid / f"linux-seed{k}").record), shortest_rtt_us(doc))
                  for cid, doc in cases for k in range(1, reps + 1))
     assert unheld == 8
+
+
+def test_stored_bic_runs_whose_window_left_the_possible_are_counted():
+    # BIC at one BDP (the set of 10:01): the program's ssthresh hook was
+    # skipped in two of its ten runs (a window of 142,990 and of 1,672,907
+    # segments), HighSpeed's in one of ten (docs/fidelity.md, "BIC's kernel
+    # runs: an ssthresh the program never returned").
+    from ccarena.experiments.crosscheck import stored_kernel_cases, window_possible
+    from ccarena.results.result import load_result
+
+    directory = STORED / "paper-20261128-100151"
+    cases, reps, _ = stored_kernel_cases(directory)
+    faulty = {(cid, k) for cid, _ in cases for k in range(1, reps + 1)
+              if not window_possible(load_result(directory / "runs" / cid / f"linux-seed{k}"))}
+    assert faulty == {("bic-400M-10v40ms-1bdp", 2), ("bic-400M-16v162ms-1bdp", 3), ("highspeed-400M-16v162ms-1bdp", 4)}
 
 
 def test_the_standing_tool_sums_the_kept_sets():
