@@ -50,4 +50,44 @@ static __always_inline __u32 jiffies32(void) { return (__u32)bpf_jiffies64(); }
 
 static __always_inline __u32 max_u32(__u32 a, __u32 b) { return a > b ? a : b; }
 
+/* A guard against a fault of the kernel this project is developed on (6.18
+ * in a virtual machine): now and then a struct_ops hook returns without its
+ * program having run, when the stack's softirq runs on top of one of the
+ * machine's own service threads. A skipped void hook loses one call; a
+ * skipped ssthresh or undo_cwnd hands the stack the low 32 bits of the
+ * socket's address instead of a window, which becomes cwnd and lets the flow
+ * send all the receive window allows (docs/linux-backend.md, "Known fault").
+ * That value cannot be a window the algorithm chose, so the hooks that run
+ * on (nearly) every ACK call REPAIR_SKIPPED_HOOKS first: it puts back what
+ * the skipped hook would have answered. ssthresh is computed from prior_cwnd,
+ * the window the stack saved just before asking for it; an end of recovery
+ * that set cwnd to the bad ssthresh gets the repaired one; a skipped undo
+ * gets prior_cwnd, the window before the reduction it undoes. Repairs are
+ * counted in the object's .bss (`hook_repairs`); the linux backend reads the
+ * count before it unregisters the algorithm and reports it with the run. */
+__u64 hook_repairs = 0;
+
+/* The low 32 bits of the socket's address (the verifier forbids turning a
+ * pointer into a number by arithmetic; a copy of its bytes is a number). */
+static __always_inline __u32 address_bits(struct sock *sk) {
+    __u64 bits = 0;
+    bpf_probe_read_kernel(&bits, sizeof(bits), &sk);
+    return (__u32)bits;
+}
+
+#define REPAIR_SKIPPED_HOOKS(sk, ssthresh_for)                              \
+    do {                                                                    \
+        struct tcp_sock *tp_ = tcp_of(sk);                                  \
+        __u32 address_bits_ = address_bits(sk);                             \
+        if (tp_->snd_ssthresh == address_bits_) {                           \
+            tp_->snd_ssthresh = ssthresh_for(sk, tp_->prior_cwnd);          \
+            if (tp_->snd_cwnd == address_bits_)                             \
+                tp_->snd_cwnd = tp_->snd_ssthresh;                          \
+            __sync_fetch_and_add(&hook_repairs, 1);                         \
+        } else if (tp_->snd_cwnd == address_bits_) {                        \
+            tp_->snd_cwnd = max_u32(tp_->prior_cwnd, 2);                    \
+            __sync_fetch_and_add(&hook_repairs, 1);                         \
+        }                                                                   \
+    } while (0)
+
 #endif

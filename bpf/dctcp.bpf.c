@@ -58,10 +58,18 @@ void BPF_PROG(dctcp_init, struct sock *sk) {
     new_window(tp, ca);
 }
 
+/* ssthresh for a window of `cwnd` (the stack asks with cwnd = snd_cwnd). */
+static __always_inline __u32 dctcp_ssthresh_for(struct sock *sk, __u32 cwnd) {
+    struct dctcp_state *ca = ca_priv(sk);
+    ca->loss_cwnd = cwnd;
+    return max_u32(cwnd - (__u32)(((__u64)cwnd * ca->alpha) >> 11), 2);
+}
+
 /* Once per window: alpha -= alpha / 16 (all of it below 16, so it can reach
  * 0), then += (marked / delivered) / 16, both x 1024. */
 SEC("struct_ops/dctcp_in_ack_event")
 void BPF_PROG(dctcp_in_ack_event, struct sock *sk, __u32 flags) {
+    REPAIR_SKIPPED_HOOKS(sk, dctcp_ssthresh_for);
     struct tcp_sock *tp = tcp_of(sk);
     struct dctcp_state *ca = ca_priv(sk);
     if ((__s32)(tp->snd_una - ca->next_seq) < 0)
@@ -81,11 +89,7 @@ void BPF_PROG(dctcp_in_ack_event, struct sock *sk, __u32 flags) {
 
 SEC("struct_ops/dctcp_ssthresh")
 __u32 BPF_PROG(dctcp_ssthresh, struct sock *sk) {
-    struct tcp_sock *tp = tcp_of(sk);
-    struct dctcp_state *ca = ca_priv(sk);
-    __u32 cwnd = tp->snd_cwnd;
-    ca->loss_cwnd = cwnd;
-    return max_u32(cwnd - (__u32)(((__u64)cwnd * ca->alpha) >> 11), 2);
+    return dctcp_ssthresh_for(sk, tcp_of(sk)->snd_cwnd);
 }
 
 static __always_inline void halve_on_loss(struct sock *sk) {
@@ -137,6 +141,7 @@ void BPF_PROG(dctcp_cwnd_event, struct sock *sk, enum tcp_ca_event ev) {
 
 SEC("struct_ops/dctcp_cong_avoid")
 void BPF_PROG(dctcp_cong_avoid, struct sock *sk, __u32 ack, __u32 acked) {
+    REPAIR_SKIPPED_HOOKS(sk, dctcp_ssthresh_for);
     tcp_reno_cong_avoid(sk, ack, acked);
 }
 

@@ -41,8 +41,16 @@ void BPF_PROG(hs_init, struct sock *sk) {
     ca->ai = 0;
 }
 
+/* ssthresh for a window of `cwnd` (the stack asks with cwnd = snd_cwnd). */
+static __always_inline __u32 hs_ssthresh_for(struct sock *sk, __u32 cwnd) {
+    struct hstcp *ca = ca_priv(sk);
+    __u32 ai = ca->ai < ROWS ? ca->ai : ROWS - 1;
+    return max_u32(cwnd - ((cwnd * md[ai]) >> 8), 2);
+}
+
 SEC("struct_ops/hs_cong_avoid")
 void BPF_PROG(hs_cong_avoid, struct sock *sk, __u32 ack, __u32 acked) {
+    REPAIR_SKIPPED_HOOKS(sk, hs_ssthresh_for);
     struct tcp_sock *tp = tcp_of(sk);
     struct hstcp *ca = ca_priv(sk);
     if (!cwnd_limited(tp))
@@ -70,11 +78,13 @@ void BPF_PROG(hs_cong_avoid, struct sock *sk, __u32 ack, __u32 acked) {
 
 SEC("struct_ops/hs_ssthresh")
 __u32 BPF_PROG(hs_ssthresh, struct sock *sk) {
-    struct tcp_sock *tp = tcp_of(sk);
-    struct hstcp *ca = ca_priv(sk);
-    __u32 ai = ca->ai < ROWS ? ca->ai : ROWS - 1;
-    __u32 cwnd = tp->snd_cwnd;
-    return max_u32(cwnd - ((cwnd * md[ai]) >> 8), 2);
+    return hs_ssthresh_for(sk, tcp_of(sk)->snd_cwnd);
+}
+
+/* Only the guard of ccarena_ca.h: the stack calls this hook on every ACK. */
+SEC("struct_ops/hs_pkts_acked")
+void BPF_PROG(hs_pkts_acked, struct sock *sk, const struct ack_sample *sample) {
+    REPAIR_SKIPPED_HOOKS(sk, hs_ssthresh_for);
 }
 
 SEC("struct_ops/hs_undo_cwnd")
@@ -88,5 +98,6 @@ struct tcp_congestion_ops ccarena_hstcp = {
     .ssthresh = (void *)hs_ssthresh,
     .cong_avoid = (void *)hs_cong_avoid,
     .undo_cwnd = (void *)hs_undo_cwnd,
+    .pkts_acked = (void *)hs_pkts_acked,
     .name = "highspeed",
 };

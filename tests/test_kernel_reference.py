@@ -10,7 +10,8 @@ on the 400 Mbit/s set and the 100 Mbit/s set with offloads off; full: 20,
 and the 100 Mbit/s and 1 Gbit/s set, the 120 s set, the testbed
 background's set, further 400 Mbit/s sets (one of flows started
 together, one of +20/+60 ms, one of 16/162 ms and one of BBR, BIC and
-HighSpeed with 10 ms of buffer), and two of one BDP with a 100 KB tbf
+HighSpeed with 10 ms of buffer, and one of BIC whose BPF program guards
+itself against the kernel's skipped hooks), and two of one BDP with a 100 KB tbf
 bucket (one of them started together) as well."""
 
 from pathlib import Path
@@ -30,7 +31,11 @@ FLOORS = {"paper-quick-20261128-065750-120s": 0.75, "paper-quick-20261128-141220
           # on the kernel, 20.4 here) and the ACKs per segment lie outside a
           # narrow kernel spread (docs/fidelity.md, "BBR at one BDP started
           # together, and the return path's shared tail").
-          "paper-20261128-152931-bucket-100KB-together": 0.6}
+          "paper-20261128-152931-bucket-100KB-together": 0.6,
+          # BIC, guarded: retransmissions and drops per event, skbs and ACKs
+          # per segment at the loaded receivers (docs/fidelity.md, "BIC's
+          # kernel runs with the guard").
+          "paper-20261129-012301": 0.6}
 #: Cases a set keeps but compares nowhere: fewer than two kernel runs held
 #: (the BPF programs' ssthresh fault, crosscheck.KERNEL_WINDOW_LIMIT).
 UNCOMPARED = {"paper-20261128-215702": {"bic-400M-10v40ms-10ms"}}
@@ -76,6 +81,13 @@ if FULL:
     # (docs/fidelity.md, "BIC's kernel runs: an ssthresh the program never
     # returned").
     SETS["paper-20261128-215702"] = {"bic-400M-20v20ms-10ms"}
+    # BIC with the guard against skipped hooks (bpf/ccarena_ca.h; docs/
+    # linux-backend.md, "Known fault"): +10/+40 ms with 10 ms of buffer
+    # agrees (1.12x); the one-BDP cases lie outside as before (the loaded
+    # receivers' stretch ACKs), and 20/20 ms with 10 ms, whose kernel runs
+    # spread from 0.10 to 0.90 (docs/fidelity.md, "BIC's kernel runs with
+    # the guard").
+    SETS["paper-20261129-012301"] = {"bic-400M-10v40ms-1bdp", "bic-400M-16v162ms-1bdp", "bic-400M-20v20ms-10ms"}
 
 
 @pytest.mark.slow

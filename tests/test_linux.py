@@ -355,6 +355,39 @@ def test_bpf_algorithms_run_and_are_unregistered(tmp_path):
     assert set(kernel_ccas()) == before  # registered for the run only
 
 
+@needs_linux
+@pytest.mark.skipif(shutil.which("clang") is None or not (Path(__file__).parents[1] / "target/bpf/vmlinux.h").exists(),
+                    reason="no clang or no target/bpf/vmlinux.h (make setup builds the BPF algorithms)")
+def test_bpf_guard_repairs_windows_from_skipped_hooks(tmp_path):
+    """The kernel sometimes skips a BPF algorithm's hook and hands the stack
+    the socket's address bits as ssthresh (docs/linux-backend.md, "Known
+    fault"). A test build of BIC that answers every third ssthresh that way:
+    the guard in bpf/ccarena_ca.h repairs each, the run reports how many, and
+    no window leaves what the path allows (without the guard the first repair
+    would be a window of hundreds of millions of segments)."""
+    from ccarena.backends.linux.cleanup import live_runs
+    from ccarena.backends.linux.host import BIN_DIR
+    import pandas as pd
+
+    root = Path(__file__).parents[1]
+    arch = {"x86_64": "x86", "aarch64": "arm64"}.get(os.uname().machine, os.uname().machine)
+    obj = BIN_DIR / "bic_skipped.bpf.o"
+    subprocess.run(["clang", "-O2", "-g", "-target", "bpf", f"-D__TARGET_ARCH_{arch}", "-DCCARENA_INJECT_SKIPPED_HOOKS",
+                    f"-I{root / 'target/bpf'}", "-c", str(root / "bpf/bic.bpf.c"), "-o", str(obj)], check=True)
+    try:
+        f = tmp_path / "skipped.toml"
+        f.write_text(CI_SCENARIO.replace('"reno"', '"bic_skipped"').replace('"cubic"', '"bic_skipped"').replace('"10s"', '"6s"').replace('"2s"', '"1s"'))
+        _wait_for(lambda: not live_runs(), 15)
+        cli("run", str(f), "--backend", "linux", "--out", str(tmp_path / "res"), check=True)
+    finally:
+        obj.unlink()
+    rec = read_record(tmp_path / "res")
+    assert rec["linux"]["bpf_hook_repairs"] > 0
+    assert any("guard put back" in n for n in rec["linux"]["notes"])
+    series = pd.read_parquet(tmp_path / "res" / "timeseries.parquet")
+    assert 0 < series.cwnd.max() < 5_000
+
+
 def test_step_queue_maps_onto_red_and_dctcp_receivers_run_dctcp():
     from ccarena.backends.linux.mapping import receiver_sysctls, step_red_args
 

@@ -319,13 +319,13 @@ def held_setup(late_us: float, shortest_rtt: float) -> bool:
 #: A congestion window (segments) no case of the suites can reach: the
 #: largest path and buffer they hold (1 Gbit/s, 162 ms and one BDP) is
 #: about 28,000 segments, and Linux grows a window only while it is
-#: filled. It is also where `ss` stops printing ssthresh (0xFFFF). The
-#: project's BPF algorithms on this machine's kernel (6.18) sometimes get
-#: an ssthresh the program never returned, the low 32 bits of a kernel
-#: address (e.g. 82,903,040 = 0x04F10000, in several runs): the stack sets
-#: the window to it when the recovery ends, and the flow then sends all the
-#: receive window allows (docs/fidelity.md, "BIC's kernel runs: an ssthresh
-#: the program never returned"). Such a run measures that fault, not the
+#: filled. It is also where `ss` stops printing ssthresh (0xFFFF). On
+#: the project's machine (kernel 6.18) a BPF algorithm's hook is sometimes
+#: skipped, and a skipped ssthresh or undo_cwnd hands the stack the low 32
+#: bits of the socket's address as a window, which the flow then fills with
+#: all the receive window allows (docs/linux-backend.md, "Known fault"). The
+#: algorithms repair such windows themselves (bpf/ccarena_ca.h); a run
+#: whose window still left the possible measures the fault, not the
 #: algorithm, and is left out like one that did not hold its set-up.
 KERNEL_WINDOW_LIMIT = 65_535
 

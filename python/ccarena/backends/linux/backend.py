@@ -43,7 +43,7 @@ from ...results.result import RunResult
 from ...scenario.model import Scenario
 from .cleanup import cleanup, live_runs, registered_bpf, unregister_bpf
 from .host import (
-    DELAY_BIN, LinuxBackendUnavailable, bpf_ccas, check_host, cpu_times, has_netem, has_red, kernel_ccas, kernel_hz, linux_catalogue, popen, sh,
+    DELAY_BIN, LinuxBackendUnavailable, bpf_ccas, bpf_globals_maps, bpf_hook_repairs, check_host, cpu_times, has_netem, has_red, kernel_ccas, kernel_hz, linux_catalogue, popen, sh,
 )
 from .mapping import iperf3_client_args, iperf3_server_args, launch_lead_ns, tbf_limit_bytes
 from .sampling import sample_flows
@@ -251,6 +251,10 @@ class _Run:
         self.clients: list[subprocess.Popen | None] = [None] * self.n
         self.launched_at = [None] * self.n
         self.bpf_registered: list[str] = []
+        # The globals maps of the BPF algorithms this run registered, and how
+        # many windows their guard repaired (bpf/ccarena_ca.h).
+        self.bpf_globals: set[int] = set()
+        self.bpf_hook_repairs = 0
         self.samples: list[list[dict | None]] = [[] for _ in range(self.n)]
         self.sample_times: list[float] = []
         self.sample_ticks: list[int] = []  # sample j was taken for tick sample_ticks[j] (at tick x interval)
@@ -277,9 +281,10 @@ class _Run:
     def register_bpf(self, names: list[str]) -> None:
         objs = bpf_ccas()
         for name in names:
-            before = set(registered_bpf())
+            before, maps_before = set(registered_bpf()), bpf_globals_maps()
             sh("bpftool", "struct_ops", "register", str(objs[name]))
             self.bpf_registered += sorted(set(registered_bpf()) - before)
+            self.bpf_globals |= bpf_globals_maps() - maps_before
         missing = [n for n in names if n not in kernel_ccas()]
         if missing:
             raise RuntimeError(f"BPF algorithms {missing} did not appear in the kernel's list after registration")
@@ -427,6 +432,12 @@ class _Run:
         self.final_tbf = self.net.tbf_stats()
         self.final_red = self.net.red_stats()
         self.loss_drops = self.net.loss_drops()
+        self.bpf_hook_repairs = sum(bpf_hook_repairs(m) for m in sorted(self.bpf_globals))
+        if self.bpf_hook_repairs:
+            self.notes.append(
+                f"the kernel skipped the BPF algorithm's hooks: its guard put back {self.bpf_hook_repairs} "
+                "window(s) the stack had set from a skipped hook (docs/linux-backend.md, \"Known fault\")"
+            )
         for i in range(self.n):
             self.client_json.append(_read_json(self.workdir / f"client{i}.json"))
             self.server_json.append(_read_json(self.workdir / f"server{i}.json"))
@@ -697,6 +708,7 @@ def _linux_section(run: _Run, data_starts: list[float]) -> dict:
         "offloads": run.net.offloads,
         "rps": run.net.rps,
         "bpf_registered": run.bpf_registered,
+        "bpf_hook_repairs": getattr(run, "bpf_hook_repairs", 0),
         # The rate was above MAX_RATE_BPS (linux.force_rate): the CPU may have set it.
         "rate_above_limit": e["network"]["bottleneck_rate"] > MAX_RATE_BPS,
         # When each flow's test began (s since the run's start): iperf3's

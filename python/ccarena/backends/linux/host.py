@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ctypes
 import gzip
+import json
 import os
 import shutil
 import signal
@@ -111,6 +112,29 @@ def linux_availability(names, available: list[str] | None = None, bpf: dict[str,
 def bpf_ccas() -> dict[str, Path]:
     """Algorithms the project provides as BPF programs (name -> object file)."""
     return {p.name[: -len(".bpf.o")]: p for p in sorted(BIN_DIR.glob("*.bpf.o"))}
+
+
+def bpf_globals_maps() -> set[int]:
+    """Ids of the kernel's BPF maps that hold a program object's zero-initialised
+    globals (libbpf names them "OBJECT.bss"), where the project's BPF algorithms
+    count their repairs (bpf/ccarena_ca.h, REPAIR_SKIPPED_HOOKS)."""
+    try:
+        p = subprocess.run(["bpftool", "map", "show", "-j"], capture_output=True, text=True)
+        maps = json.loads(p.stdout or "[]")
+    except (FileNotFoundError, json.JSONDecodeError):
+        return set()
+    return {int(m["id"]) for m in maps if str(m.get("name", "")).endswith(".bss")}
+
+
+def bpf_hook_repairs(map_id: int) -> int:
+    """The `hook_repairs` count in globals map `map_id` (0 if unreadable)."""
+    try:
+        p = subprocess.run(["bpftool", "map", "dump", "id", str(map_id), "-j"], capture_output=True, text=True)
+        entries = json.loads(p.stdout or "[]")
+        sections = entries[0]["formatted"]["value"][".bss"]
+    except (FileNotFoundError, json.JSONDecodeError, LookupError, TypeError):
+        return 0
+    return sum(int(v) for section in sections for k, v in section.items() if k == "hook_repairs")
 
 
 def linux_cca_names() -> list[str]:
