@@ -35,7 +35,7 @@ FLOORS = {"paper-quick-20261128-065750-120s": 0.75, "paper-quick-20261128-141220
           # BIC, guarded: retransmissions and drops per event, skbs and ACKs
           # per segment at the loaded receivers (docs/fidelity.md, "BIC's
           # kernel runs with the guard").
-          "paper-20261129-012301": 0.6}
+          "paper-20261129-012301": 0.6, "paper-20261129-014841-120s": 0.5}
 #: Cases a set keeps but compares nowhere: fewer than two kernel runs held
 #: (the BPF programs' ssthresh fault, crosscheck.KERNEL_WINDOW_LIMIT).
 UNCOMPARED = {"paper-20261128-215702": {"bic-400M-10v40ms-10ms"}}
@@ -88,6 +88,10 @@ if FULL:
     # spread from 0.10 to 0.90 (docs/fidelity.md, "BIC's kernel runs with
     # the guard").
     SETS["paper-20261129-012301"] = {"bic-400M-10v40ms-1bdp", "bic-400M-16v162ms-1bdp", "bic-400M-20v20ms-10ms"}
+    # The same two 10 ms cases over 120 s: +10/+40 ms agrees (1.32x); at
+    # 20/20 ms the kernel's BIC stays unfair (0.25 against 0.81, left open
+    # in docs/fidelity.md, "BIC's kernel runs with the guard").
+    SETS["paper-20261129-014841-120s"] = {"bic-400M-20v20ms-10ms"}
 
 
 @pytest.mark.slow

@@ -708,7 +708,7 @@ def _linux_section(run: _Run, data_starts: list[float]) -> dict:
         "offloads": run.net.offloads,
         "rps": run.net.rps,
         "bpf_registered": run.bpf_registered,
-        "bpf_hook_repairs": getattr(run, "bpf_hook_repairs", 0),
+        "bpf_hook_repairs": run.bpf_hook_repairs,
         # The rate was above MAX_RATE_BPS (linux.force_rate): the CPU may have set it.
         "rate_above_limit": e["network"]["bottleneck_rate"] > MAX_RATE_BPS,
         # When each flow's test began (s since the run's start): iperf3's
