@@ -10,9 +10,9 @@ on the 400 Mbit/s set and the 100 Mbit/s set with offloads off; full: 20,
 and the 100 Mbit/s and 1 Gbit/s set, the 120 s set, the testbed
 background's set, further 400 Mbit/s sets (one of flows started
 together, one of +20/+60 ms, one of 16/162 ms and one of BBR, BIC and
-HighSpeed with 10 ms of buffer, and one of BIC whose BPF program guards
-itself against the kernel's skipped hooks), and two of one BDP with a 100 KB tbf
-bucket (one of them started together) as well."""
+HighSpeed with 10 ms of buffer, and two of BIC, over 30 s and 120 s, whose
+BPF program guards itself against the kernel's skipped hooks), and two of
+one BDP with a 100 KB tbf bucket (one of them started together) as well."""
 
 from pathlib import Path
 
