@@ -97,7 +97,6 @@ static __always_inline __u32 bic_ssthresh_for(struct sock *sk, __u32 cwnd) {
 
 SEC("struct_ops/bic_cong_avoid")
 void BPF_PROG(bic_cong_avoid, struct sock *sk, __u32 ack, __u32 acked) {
-    REPAIR_SKIPPED_HOOKS(sk, bic_ssthresh_for);
     struct tcp_sock *tp = tcp_of(sk);
     struct bic *ca = ca_priv(sk);
     if (!cwnd_limited(tp))

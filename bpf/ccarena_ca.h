@@ -57,8 +57,9 @@ static __always_inline __u32 max_u32(__u32 a, __u32 b) { return a > b ? a : b; }
  * skipped ssthresh or undo_cwnd hands the stack the low 32 bits of the
  * socket's address instead of a window, which becomes cwnd and lets the flow
  * send all the receive window allows (docs/linux-backend.md, "Known fault").
- * That value cannot be a window the algorithm chose, so the hooks that run
- * on (nearly) every ACK call REPAIR_SKIPPED_HOOKS first: it puts back what
+ * That value cannot be a window the algorithm chose, so one hook the stack
+ * calls on every ACK before it grows or cuts the window (pkts_acked, or
+ * DCTCP's in_ack_event) calls REPAIR_SKIPPED_HOOKS first: it puts back what
  * the skipped hook would have answered. ssthresh is computed from prior_cwnd,
  * the window the stack saved just before asking for it; an end of recovery
  * that set cwnd to the bad ssthresh gets the repaired one; a skipped undo

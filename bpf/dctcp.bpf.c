@@ -141,7 +141,6 @@ void BPF_PROG(dctcp_cwnd_event, struct sock *sk, enum tcp_ca_event ev) {
 
 SEC("struct_ops/dctcp_cong_avoid")
 void BPF_PROG(dctcp_cong_avoid, struct sock *sk, __u32 ack, __u32 acked) {
-    REPAIR_SKIPPED_HOOKS(sk, dctcp_ssthresh_for);
     tcp_reno_cong_avoid(sk, ack, acked);
 }
 

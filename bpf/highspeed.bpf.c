@@ -50,7 +50,6 @@ static __always_inline __u32 hs_ssthresh_for(struct sock *sk, __u32 cwnd) {
 
 SEC("struct_ops/hs_cong_avoid")
 void BPF_PROG(hs_cong_avoid, struct sock *sk, __u32 ack, __u32 acked) {
-    REPAIR_SKIPPED_HOOKS(sk, hs_ssthresh_for);
     struct tcp_sock *tp = tcp_of(sk);
     struct hstcp *ca = ca_priv(sk);
     if (!cwnd_limited(tp))

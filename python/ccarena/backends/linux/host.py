@@ -134,7 +134,7 @@ def bpf_hook_repairs(map_id: int) -> int:
         sections = entries[0]["formatted"]["value"][".bss"]
     except (FileNotFoundError, json.JSONDecodeError, LookupError, TypeError):
         return 0
-    return sum(int(v) for section in sections for k, v in section.items() if k == "hook_repairs")
+    return sum(int(section.get("hook_repairs", 0)) for section in sections)
 
 
 def linux_cca_names() -> list[str]:
