@@ -252,6 +252,11 @@ def _cmdline(d: Path) -> str:
         return ""
 
 
+def _is_iperf3_client(cmdline: str) -> bool:
+    words = cmdline.split()
+    return bool(words) and words[0].endswith("iperf3") and "-c" in words
+
+
 def _ancestor(pid: int, ancestor: int) -> bool:
     """Whether `ancestor` is `pid`'s parent, grandparent, ..."""
     while pid > 1:
@@ -756,7 +761,16 @@ def test_a_stall_of_the_delay_program_is_logged_and_the_machines_cpu_time_record
             pid = next((int(d.name) for d in Path("/proc").iterdir() if d.name.isdigit() and "ccarena-delay" in _cmdline(d)
                         and _ancestor(int(d.name), proc.pid)), None)
         assert pid is not None, "no delay program"
-        time.sleep(2.0)  # into the run, past the flow's start
+        # The program times its wake-ups from the first packet on: stop it
+        # only once the flow's iperf3 client runs and its data has begun
+        # (a fixed wait from the program's start missed it on a loaded machine).
+        client = None
+        while client is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+            client = next((d for d in Path("/proc").iterdir() if d.name.isdigit() and _is_iperf3_client(_cmdline(d))
+                           and _ancestor(int(d.name), proc.pid)), None)
+        assert client is not None, "no iperf3 client"
+        time.sleep(1.0)
         os.kill(pid, signal.SIGSTOP)
         time.sleep(0.06)
         os.kill(pid, signal.SIGCONT)
