@@ -334,6 +334,14 @@ def test_ci_short_run_reno_and_cubic(tmp_path):
     assert reno["hystart_train"] == reno["hystart_delay"] == reno["hystart_train_cwnd"] == 0
     for kind in ("train", "delay"):
         assert (cubic[f"hystart_{kind}"] > 0) == (cubic[f"hystart_{kind}_cwnd"] >= 16 * cubic[f"hystart_{kind}"] > 0)
+    # Each receiver's own counters: it received in order (header-predicted
+    # segments or coalesced ones) and found losses' holes (out-of-order queue).
+    receivers = rec["linux"]["receiver_counters"]
+    assert len(receivers) == 2
+    for c in receivers:
+        assert c.get("TCPHPHits", 0) + c.get("TCPRcvCoalesce", 0) > 0, c
+        assert all(v > 0 and not k.startswith("TcpExt") for k, v in c.items()), c
+    assert sum(c.get("TCPOFOQueue", 0) for c in receivers) > 0, receivers
     assert not _dead_owners() and not _stray_helpers()
     # The saved result loads back and has the simulator's tables.
     import ccarena

@@ -268,6 +268,10 @@ class _Run:
         # packets the sender handed its interface (super-packets with offloads).
         self.receiver_out_segs: list[int] = [0] * self.n
         self.receiver_paws: list[int] = [0] * self.n
+        # Each receiver's nonzero TcpExt counters at the end (its namespace
+        # holds one data connection): how its ACKs arose (DelayedACKs,
+        # TCPACKCompressed, TCPOFOQueue, ...), for comparing ACK patterns.
+        self.receiver_counters: list[dict[str, int]] = [{} for _ in range(self.n)]
         self.sender_tx_packets: list[int] = [0] * self.n
         # Skbs the left router's bottleneck interface was handed (tbf's
         # departures, a super-packet it queued whole counting once).
@@ -427,6 +431,7 @@ class _Run:
             receiver_stat = self.net.netstat(self.net.receiver(i))
             self.receiver_out_segs[i] = receiver_stat.get("TcpOutSegs", 0)
             self.receiver_paws[i] = receiver_stat.get("TcpExtPAWSEstab", 0)
+            self.receiver_counters[i] = {k[len("TcpExt"):]: v for k, v in receiver_stat.items() if k.startswith("TcpExt") and v}
             self.sender_tx_packets[i] = self.net.tx_packets(self.net.sender(i))
         self.bottleneck_skbs = self.net.tx_packets(self.net.left, "btl")
         self.final_tbf = self.net.tbf_stats()
@@ -709,6 +714,8 @@ def _linux_section(run: _Run, data_starts: list[float]) -> dict:
         "rps": run.net.rps,
         "bpf_registered": run.bpf_registered,
         "bpf_hook_repairs": run.bpf_hook_repairs,
+        # Per flow, its receiver's nonzero TcpExt counters over the whole run.
+        "receiver_counters": getattr(run, "receiver_counters", None),
         # The rate was above MAX_RATE_BPS (linux.force_rate): the CPU may have set it.
         "rate_above_limit": e["network"]["bottleneck_rate"] > MAX_RATE_BPS,
         # When each flow's test began (s since the run's start): iperf3's
