@@ -76,16 +76,27 @@ static __always_inline __u32 address_bits(struct sock *sk) {
     return (__u32)bits;
 }
 
+/* Whether a window came from the fault: the address bits, or those bits
+ * grown by what the stack did with them before the guard ran (a skipped
+ * undo and slow start's growth on the same ACK: windows of the bits plus
+ * 20-153 segments in the runs of 2026-11-29, whose low 12 bits lie that far
+ * above a multiple of the 2,368-byte slab object). No window here reaches
+ * 65,536 segments, so only larger values count, and never the initial
+ * ssthresh (TCP_INFINITE_SSTHRESH). */
+static __always_inline int from_address_bits(__u32 window, __u32 bits) {
+    return window > 0xFFFF && window != 0x7FFFFFFF && (__u32)(window - bits) <= 0xFFFF;
+}
+
 #define REPAIR_SKIPPED_HOOKS(sk, ssthresh_for)                              \
     do {                                                                    \
         struct tcp_sock *tp_ = tcp_of(sk);                                  \
         __u32 address_bits_ = address_bits(sk);                             \
-        if (tp_->snd_ssthresh == address_bits_) {                           \
+        if (from_address_bits(tp_->snd_ssthresh, address_bits_)) {          \
             tp_->snd_ssthresh = ssthresh_for(sk, tp_->prior_cwnd);          \
-            if (tp_->snd_cwnd == address_bits_)                             \
+            if (from_address_bits(tp_->snd_cwnd, address_bits_))            \
                 tp_->snd_cwnd = tp_->snd_ssthresh;                          \
             __sync_fetch_and_add(&hook_repairs, 1);                         \
-        } else if (tp_->snd_cwnd == address_bits_) {                        \
+        } else if (from_address_bits(tp_->snd_cwnd, address_bits_)) {       \
             tp_->snd_cwnd = max_u32(tp_->prior_cwnd, 2);                    \
             __sync_fetch_and_add(&hook_repairs, 1);                         \
         }                                                                   \
