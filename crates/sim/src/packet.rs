@@ -231,6 +231,10 @@ pub enum Payload {
     Ack(AckSegment),
     Syn { tsval: u32 },
     SynAck { tsecr: u32 },
+    /// The handshake's last packet: the active opener's pure ACK of the
+    /// SYN-ACK (Linux `tcp_rcv_synsent_state_process` -> `tcp_send_ack`),
+    /// from which the passive side takes its RTT.
+    HandshakeAck,
     /// An unresponsive datagram (UDP source); `seq` numbers them for accounting.
     Datagram { seq: u32 },
     /// A message of a tool's start-up exchange (`traffic::iperf3::Message`

@@ -300,13 +300,16 @@ fn ecn_flows_back_off_on_marks_without_drops() {
         ecn: true,
         ..Default::default()
     };
+    // (name, qdisc, p99 queue delay bound in ms, utilisation bound): RED's
+    // low thresholds leave the link idle now and then, 0.942-0.957 over
+    // seeds 1-6 (2026-11-29), where the others keep it at 0.98-1.0.
     let cases = [
-        ("codel", QdiscConfig::Codel(CodelConfig { ecn: Some(true), ..Default::default() }), 7.0),
-        ("red", QdiscConfig::Red(red), 10.0),
-        ("fq_codel", QdiscConfig::FqCodel(FqCodelConfig::default()), 7.0),
-        ("pie", QdiscConfig::Pie(PieConfig { ecn: true, ..Default::default() }), 30.0),
+        ("codel", QdiscConfig::Codel(CodelConfig { ecn: Some(true), ..Default::default() }), 7.0, 0.95),
+        ("red", QdiscConfig::Red(red), 10.0, 0.93),
+        ("fq_codel", QdiscConfig::FqCodel(FqCodelConfig::default()), 7.0, 0.95),
+        ("pie", QdiscConfig::Pie(PieConfig { ecn: true, ..Default::default() }), 30.0, 0.95),
     ];
-    for (name, q, p99_max) in cases {
+    for (name, q, p99_max, u_min) in cases {
         let r = run(aqm_scenario(100, HUGE, q.clone(), cubics(4, 40, true), 60, 10, 1));
         let (_, _, p99, u) = report(&format!("{name} + ECN, 4 cubic"), &r, 100);
         let received: u64 = r.flows.iter().map(|f| f.counters.ce_marks).sum();
@@ -324,7 +327,7 @@ fn ecn_flows_back_off_on_marks_without_drops() {
             assert_eq!(rtx, 0, "{name}: retransmissions");
         }
         assert!(p99 < p99_max, "{name}: p99 queue delay {p99:.2} ms");
-        assert!(u > 0.95, "{name}: utilisation {u:.3}");
+        assert!(u > u_min, "{name}: utilisation {u:.3}");
         // Without ECN the same AQM drops instead.
         let mut plain = aqm_scenario(100, HUGE, q, cubics(4, 40, false), 60, 10, 1);
         for f in &mut plain.flows {

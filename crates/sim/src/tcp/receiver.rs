@@ -337,19 +337,29 @@ impl TcpReceiver {
                     payload: Payload::SynAck { tsecr: tsval },
                 });
             }
+            Payload::HandshakeAck => self.complete_handshake(now),
             Payload::Data(ref d) => self.on_data(now, d, out),
             _ => {}
         }
     }
 
-    fn on_data(&mut self, now: Time, d: &DataSegment, out: &mut Vec<Packet>) {
-        if !self.established {
-            // The first data segment completes the handshake for the passive side.
-            self.established = true;
-            let rtt_us = now.since(self.synack_sent_at).as_us().max(1);
-            self.srtt_us = rtt_us;
-            self.rto_jiffies = usecs_to_jiffies(rtt_us + (2 * rtt_us).max(200_000), self.hz);
+    /// The passive side's RTT, its only one, from the SYN-ACK to the ACK
+    /// that completes the handshake (Linux `tcp_synack_rtt_meas`); or to
+    /// the first data segment where that ACK was lost. A tool's data may
+    /// follow much later (iperf3's control exchange), so the data is not
+    /// the measure when the ACK arrived.
+    fn complete_handshake(&mut self, now: Time) {
+        if self.established {
+            return;
         }
+        self.established = true;
+        let rtt_us = now.since(self.synack_sent_at).as_us().max(1);
+        self.srtt_us = rtt_us;
+        self.rto_jiffies = usecs_to_jiffies(rtt_us + (2 * rtt_us).max(200_000), self.hz);
+    }
+
+    fn on_data(&mut self, now: Time, d: &DataSegment, out: &mut Vec<Packet>) {
+        self.complete_handshake(now);
         if self.paws_rejects(d.tsval) {
             // Linux `tcp_validate_incoming`: the segment is discarded and
             // answered at once by `tcp_send_dupack` (D-SACKed and in quick-ACK

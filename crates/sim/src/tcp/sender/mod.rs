@@ -38,7 +38,7 @@ use crate::cc::{
 use crate::event::TimerKind;
 use crate::host::tso::WriteQueue;
 use crate::host::tsq::SmallQueues;
-use crate::packet::{AckExt, AckSegment, Packet, Payload, SeqRange, SYN_BYTES};
+use crate::packet::{AckExt, AckSegment, Packet, Payload, SeqRange, ACK_BYTES, SYN_BYTES};
 use crate::records::FlowCounters;
 use crate::units::{jiffies_at, jiffies_to_usecs, Dur, Time};
 
@@ -484,6 +484,17 @@ impl TcpSender {
         if self.cc.wants_skb_marked_lost() {
             self.board.lost_log = Some(Vec::new());
         }
+        // The handshake's ACK leaves at once, ahead of any data: Linux saves
+        // it only for a writer already waiting on the connect, which a bulk
+        // tool's blocking connect-then-write never is.
+        out.push(Packet {
+            flow: self.flow,
+            wire_bytes: ACK_BYTES,
+            reverse: false,
+            hop: 0,
+            epoch: 0,
+            payload: Payload::HandshakeAck,
+        });
         self.cc.init(&mut self.sock);
         // As in Linux, an algorithm with `cong_control` (BBR) sets its own
         // initial pacing rate in `init`.

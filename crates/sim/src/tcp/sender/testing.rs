@@ -150,6 +150,9 @@ impl Setup {
             Packet { flow: 0, wire_bytes: 60, reverse: true, hop: 0, epoch: 0, payload: Payload::SynAck { tsecr: syn_ts } };
         let now = h.now;
         h.s.on_packet(now, &synack, &mut h.out);
+        // The handshake's own ACK goes first, before any data.
+        assert_eq!(h.out.first().map(|p| (p.payload, p.reverse)), Some((Payload::HandshakeAck, false)));
+        h.out.remove(0);
         h.ts_recent = syn_ts;
         h.collect();
         h
