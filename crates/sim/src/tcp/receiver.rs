@@ -936,6 +936,22 @@ mod tests {
         r
     }
 
+    #[test]
+    fn the_receivers_rtt_runs_to_the_handshakes_ack_not_to_late_data() {
+        // iperf3's data follows a control exchange: 10 ms to the handshake's
+        // ACK, data at 30 ms. Linux's passive side measures the 10 ms.
+        let fwd = |payload| Packet { flow: 0, wire_bytes: 52, reverse: false, hop: 0, epoch: 0, payload };
+        let mut out = vec![];
+        let mut r = established();
+        r.on_packet(Time::from_ms(10), &fwd(Payload::HandshakeAck), &mut out);
+        r.on_packet(Time::from_ms(30), &fwd(Payload::Data(seg(0))), &mut out);
+        assert_eq!(r.srtt_us, 10_000);
+        // With that ACK lost, the first data segment completes the handshake.
+        let mut lost = established();
+        lost.on_packet(Time::from_ms(30), &fwd(Payload::Data(seg(0))), &mut out);
+        assert_eq!(lost.srtt_us, 30_000);
+    }
+
     fn acks(out: &[Packet]) -> Vec<AckSegment> {
         out.iter()
             .filter_map(|p| if let Payload::Ack(a) = p.payload { Some(a) } else { None })
