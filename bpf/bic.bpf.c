@@ -112,10 +112,10 @@ void BPF_PROG(bic_cong_avoid, struct sock *sk, __u32 ack, __u32 acked) {
 
 #ifdef CCARENA_INJECT_SKIPPED_HOOKS
 /* A test build (tests/test_linux.py) that answers every third ssthresh as a
- * skipped hook does, with the socket's address bits (every other time those
- * bits grown by a few segments, as the stack may grow them before the guard
- * runs), without running the algorithm's ssthresh: the guard must repair
- * each such answer. */
+ * skipped hook does, without running the algorithm's ssthresh: in turn with
+ * the socket's address bits, those bits grown by a few segments (as the
+ * stack may grow them before the guard runs), and a stray value of some
+ * hundred thousand segments. The guard must repair each such answer. */
 __u64 ssthresh_calls = 0;
 #define CCA_NAME "bic_skipped"
 #else
@@ -126,8 +126,10 @@ SEC("struct_ops/bic_ssthresh")
 __u32 BPF_PROG(bic_ssthresh, struct sock *sk) {
 #ifdef CCARENA_INJECT_SKIPPED_HOOKS
     __u64 call = __sync_fetch_and_add(&ssthresh_calls, 1);
-    if (call % 3 == 2)
-        return address_bits(sk) + (call % 2 ? 37 : 0);
+    if (call % 3 == 2) {
+        __u64 kind = (call / 3) % 3;
+        return kind == 0 ? address_bits(sk) : kind == 1 ? address_bits(sk) + 37 : 200000 + (__u32)call;
+    }
 #endif
     return bic_ssthresh_for(sk, tcp_of(sk)->snd_cwnd);
 }

@@ -55,7 +55,8 @@ static __always_inline __u32 max_u32(__u32 a, __u32 b) { return a > b ? a : b; }
  * program having run, when the stack's softirq runs on top of one of the
  * machine's own service threads. A skipped void hook loses one call; a
  * skipped ssthresh or undo_cwnd hands the stack the low 32 bits of the
- * socket's address instead of a window, which becomes cwnd and lets the flow
+ * socket's address (or, seen later, another stray value) instead of a
+ * window, which becomes cwnd and lets the flow
  * send all the receive window allows (docs/linux-backend.md, "Known fault").
  * That value cannot be a window the algorithm chose, so one hook the stack
  * calls on every ACK before it grows or cuts the window (pkts_acked, or
@@ -68,36 +69,45 @@ static __always_inline __u32 max_u32(__u32 a, __u32 b) { return a > b ? a : b; }
  * count before it unregisters the algorithm and reports it with the run. */
 __u64 hook_repairs = 0;
 
-/* The low 32 bits of the socket's address (the verifier forbids turning a
- * pointer into a number by arithmetic; a copy of its bytes is a number). */
+/* The low 32 bits of the socket's address, the fault's usual value (the
+ * test build answers with it; the verifier forbids turning a pointer into a
+ * number by arithmetic, a copy of its bytes is a number). */
 static __always_inline __u32 address_bits(struct sock *sk) {
     __u64 bits = 0;
     bpf_probe_read_kernel(&bits, sizeof(bits), &sk);
     return (__u32)bits;
 }
 
-/* Whether a window came from the fault: the address bits, or those bits
- * grown by what the stack did with them before the guard ran (a skipped
- * undo and slow start's growth on the same ACK: windows of the bits plus
- * 20-153 segments in the runs of 2026-11-29, whose low 12 bits lie that far
- * above a multiple of the 2,368-byte slab object). No window here reaches
- * 65,536 segments, so only larger values count, and never the initial
- * ssthresh (TCP_INFINITE_SSTHRESH). */
-static __always_inline int from_address_bits(__u32 window, __u32 bits) {
-    return window > 0xFFFF && window != 0x7FFFFFFF && (__u32)(window - bits) <= 0xFFFF;
+/* Whether a window came from the fault. First seen as the address bits
+ * themselves, then (2026-11-29, a quiet hour) as those bits grown by a few
+ * slow-start ACKs before the guard ran, and as values of 0.13-11 million
+ * segments that are no address at all. What they share: no algorithm here
+ * could have grown a window that far. A window grows only while it limits
+ * the flight (`cwnd_limited`: in slow start, cwnd < 2 x max_packets_out) and
+ * the flight never exceeds the largest window the receiver offered
+ * (`max_window`), so a cwnd or ssthresh above twice that, plus one ACK's
+ * growth, is the fault's (never the initial ssthresh, TCP_INFINITE_SSTHRESH). */
+static __always_inline __u32 window_bound(const struct tcp_sock *tp) {
+    return 2 * (tp->max_window / max_u32(tp->mss_cache, 1)) + 128;
+}
+
+static __always_inline int beyond_bound(__u32 window, __u32 bound) {
+    return window > bound && window != 0x7FFFFFFF;
 }
 
 #define REPAIR_SKIPPED_HOOKS(sk, ssthresh_for)                              \
     do {                                                                    \
         struct tcp_sock *tp_ = tcp_of(sk);                                  \
-        __u32 address_bits_ = address_bits(sk);                             \
-        if (from_address_bits(tp_->snd_ssthresh, address_bits_)) {          \
-            tp_->snd_ssthresh = ssthresh_for(sk, tp_->prior_cwnd);          \
-            if (from_address_bits(tp_->snd_cwnd, address_bits_))            \
+        __u32 bound_ = window_bound(tp_);                                   \
+        __u32 before_ = beyond_bound(tp_->prior_cwnd, bound_)               \
+                            ? tp_->max_packets_out : tp_->prior_cwnd;       \
+        if (beyond_bound(tp_->snd_ssthresh, bound_)) {                      \
+            tp_->snd_ssthresh = ssthresh_for(sk, before_);                  \
+            if (beyond_bound(tp_->snd_cwnd, bound_))                        \
                 tp_->snd_cwnd = tp_->snd_ssthresh;                          \
             __sync_fetch_and_add(&hook_repairs, 1);                         \
-        } else if (from_address_bits(tp_->snd_cwnd, address_bits_)) {       \
-            tp_->snd_cwnd = max_u32(tp_->prior_cwnd, 2);                    \
+        } else if (beyond_bound(tp_->snd_cwnd, bound_)) {                   \
+            tp_->snd_cwnd = max_u32(before_, 2);                            \
             __sync_fetch_and_add(&hook_repairs, 1);                         \
         }                                                                   \
     } while (0)
