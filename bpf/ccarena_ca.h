@@ -83,12 +83,13 @@ static __always_inline __u32 address_bits(struct sock *sk) {
  * slow-start ACKs before the guard ran, and as values of 0.13-11 million
  * segments that are no address at all. What they share: no algorithm here
  * could have grown a window that far. A window grows only while it limits
- * the flight (`cwnd_limited`: in slow start, cwnd < 2 x max_packets_out) and
- * the flight never exceeds the largest window the receiver offered
- * (`max_window`), so a cwnd or ssthresh above twice that, plus one ACK's
- * growth, is the fault's (never the initial ssthresh, TCP_INFINITE_SSTHRESH). */
+ * the flight (`cwnd_limited`: in slow start, cwnd < 2 x max_packets_out),
+ * by at most what one ACK covers, and neither the flight nor an ACK exceeds
+ * the largest window the receiver offered (`max_window`): so a cwnd or
+ * ssthresh above three times that (in segments) is the fault's (never the
+ * initial ssthresh, TCP_INFINITE_SSTHRESH). */
 static __always_inline __u32 window_bound(const struct tcp_sock *tp) {
-    return 2 * (tp->max_window / max_u32(tp->mss_cache, 1)) + 128;
+    return 3 * (tp->max_window / max_u32(tp->mss_cache, 1)) + 128;
 }
 
 static __always_inline int beyond_bound(__u32 window, __u32 bound) {

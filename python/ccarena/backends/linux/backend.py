@@ -270,7 +270,7 @@ class _Run:
         self.receiver_paws: list[int] = [0] * self.n
         # Each receiver's nonzero TcpExt counters at the end (its namespace
         # holds one data connection): how its ACKs arose (DelayedACKs,
-        # TCPACKCompressed, TCPOFOQueue, ...), for comparing ACK patterns.
+        # TCPAckCompressed, TCPOFOQueue, ...), for comparing ACK patterns.
         self.receiver_counters: list[dict[str, int]] = [{} for _ in range(self.n)]
         self.sender_tx_packets: list[int] = [0] * self.n
         # Skbs the left router's bottleneck interface was handed (tbf's
