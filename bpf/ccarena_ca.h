@@ -72,11 +72,13 @@ __u64 hook_repairs = 0;
 /* The low 32 bits of the socket's address, the fault's usual value (the
  * test build answers with it; the verifier forbids turning a pointer into a
  * number by arithmetic, a copy of its bytes is a number). */
+#ifdef CCARENA_INJECT_SKIPPED_HOOKS
 static __always_inline __u32 address_bits(struct sock *sk) {
     __u64 bits = 0;
     bpf_probe_read_kernel(&bits, sizeof(bits), &sk);
     return (__u32)bits;
 }
+#endif
 
 /* Whether a window came from the fault. First seen as the address bits
  * themselves, then (2026-11-29, a quiet hour) as those bits grown by a few
@@ -100,15 +102,19 @@ static __always_inline int beyond_bound(__u32 window, __u32 bound) {
     do {                                                                    \
         struct tcp_sock *tp_ = tcp_of(sk);                                  \
         __u32 bound_ = window_bound(tp_);                                   \
-        __u32 before_ = beyond_bound(tp_->prior_cwnd, bound_)               \
-                            ? tp_->max_packets_out : tp_->prior_cwnd;       \
-        if (beyond_bound(tp_->snd_ssthresh, bound_)) {                      \
-            tp_->snd_ssthresh = ssthresh_for(sk, before_);                  \
-            if (beyond_bound(tp_->snd_cwnd, bound_))                        \
-                tp_->snd_cwnd = tp_->snd_ssthresh;                          \
-            __sync_fetch_and_add(&hook_repairs, 1);                         \
-        } else if (beyond_bound(tp_->snd_cwnd, bound_)) {                   \
-            tp_->snd_cwnd = max_u32(before_, 2);                            \
+        int bad_ssthresh_ = beyond_bound(tp_->snd_ssthresh, bound_);       \
+        int bad_cwnd_ = beyond_bound(tp_->snd_cwnd, bound_);               \
+        if (bad_ssthresh_ || bad_cwnd_) {                                   \
+            /* The window before the reduction, unless it is bad too. */    \
+            __u32 before_ = beyond_bound(tp_->prior_cwnd, bound_)           \
+                                ? tp_->max_packets_out : tp_->prior_cwnd;   \
+            if (bad_ssthresh_) {                                            \
+                tp_->snd_ssthresh = ssthresh_for(sk, before_);              \
+                if (bad_cwnd_)                                              \
+                    tp_->snd_cwnd = tp_->snd_ssthresh;                      \
+            } else {                                                        \
+                tp_->snd_cwnd = max_u32(before_, 2);                        \
+            }                                                               \
             __sync_fetch_and_add(&hook_repairs, 1);                         \
         }                                                                   \
     } while (0)
