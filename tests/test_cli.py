@@ -124,11 +124,14 @@ def test_linux_availability_is_probed(tmp_path):
 def test_a_goodput_above_the_links_capacity_is_explained(small_scenario):
     # One second after a 1 s warm-up, bench's slow-start losses are still
     # being recovered: the window's goodput includes data that crossed the
-    # bottleneck before it (113 % of the link), while the link itself
-    # carried no more than its rate.
+    # bottleneck before it (113 % of the link on 2026-11-28, 104.5 % since the
+    # receivers send their held ACKs before a third SACK block), while the
+    # link itself carried no more than its rate.
     p = cli("run", "bench", "--no-save", "--set", "run.duration=2s", "--set", "run.warmup=1s", check=True)
     assert "utilisation above 100 %" in " ".join(p.stdout.split())
     doc = json.loads(cli("run", "bench", "--no-save", "--json", "--set", "run.duration=2s", "--set", "run.warmup=1s", check=True).stdout)
-    assert doc["utilization"] > 1.1 and doc["link_utilization"] <= 1
+    # The link counts an skb's bytes when its last byte leaves, so a window
+    # may hold up to one 64 KB skb more than its rate carried (1.00011 here).
+    assert doc["utilization"] > 1.02 and doc["link_utilization"] <= 1 + 65536 / (400e6 / 8)
     p = cli("run", str(small_scenario), "--no-save", check=True)
     assert "utilisation above 100 %" not in " ".join(p.stdout.split())

@@ -52,17 +52,23 @@ fn one_flow_fills_the_link() {
 }
 
 /// Two v3 flows with equal RTTs started together share the link about
-/// equally and keep it busy.
+/// equally and keep it busy. One run is a draw (seeds 1-10 gave ratios
+/// 0.60-0.98 on 2026-11-29, and 0.73-0.96 after the receivers' held ACKs
+/// followed Linux's SACK-block rule), so the mean of five is the measure.
 #[test]
 fn two_flows_share_the_link() {
     let rtt = 40;
-    let r = run(scenario(100, QueueLimit::Bytes(bdp_bytes(100, rtt)), iid(0.0), vec![flow("bbr3", rtt), flow("bbr3", rtt)], 60, 20, 1));
-    let (a, b) = (goodput_bps(&r, 0), goodput_bps(&r, 1));
-    let ratio = a.min(b) / a.max(b);
-    let u = (a + b) / capacity_bps(100);
-    eprintln!("two bbr3 flows: {:.1} and {:.1} Mbit/s, ratio {ratio:.3}, utilisation {u:.4}", a / 1e6, b / 1e6);
-    assert!(ratio >= 0.8, "share ratio {ratio:.3}");
-    assert!(u >= 0.9, "utilisation {u:.4}");
+    let mut ratios = vec![];
+    for seed in 1..=5 {
+        let r = run(scenario(100, QueueLimit::Bytes(bdp_bytes(100, rtt)), iid(0.0), vec![flow("bbr3", rtt), flow("bbr3", rtt)], 60, 20, seed));
+        let (a, b) = (goodput_bps(&r, 0), goodput_bps(&r, 1));
+        let u = (a + b) / capacity_bps(100);
+        eprintln!("two bbr3 flows, seed {seed}: {:.1} and {:.1} Mbit/s, utilisation {u:.4}", a / 1e6, b / 1e6);
+        assert!(u >= 0.9, "seed {seed}: utilisation {u:.4}");
+        ratios.push(a.min(b) / a.max(b));
+    }
+    let mean = ratios.iter().sum::<f64>() / ratios.len() as f64;
+    assert!(mean >= 0.8, "mean share ratio {mean:.3} ({ratios:.3?})");
 }
 
 /// PROBE_RTT every 5 s (v1: 10 s), at half the BDP (v1: 4 packets): the cwnd
@@ -116,3 +122,4 @@ fn shallow_buffer_bbr3_retransmits_far_less_than_bbr() {
         assert!(u3 >= 0.85, "{frac} BDP: bbr3 utilisation {u3:.4}");
     }
 }
+

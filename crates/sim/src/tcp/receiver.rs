@@ -65,6 +65,9 @@ fn align_up(x: i64, unit: i64) -> i64 {
 const MAX_QUICKACKS: u32 = 16;
 /// Linux TCP_NUM_SACKS: SACK blocks remembered by the receiver.
 const NUM_SACKS: usize = 4;
+/// Linux TCP_SACK_BLOCKS_EXPECTED: the SACK blocks an ACK is counted on
+/// to deliver (tcp_input.c).
+const SACK_BLOCKS_EXPECTED: usize = 2;
 /// Linux TCP_FASTRETRANS_THRESH: immediate duplicate ACKs per hole.
 const FASTRETRANS_THRESH: u32 = 3;
 /// net.ipv4.tcp_comp_sack_nr.
@@ -155,6 +158,8 @@ pub struct TcpReceiver {
     /// The batch is one skb (a super-packet a Linux router forwarded whole):
     /// every ACK decision waits for its end, as Linux takes one per skb.
     one_skb: bool,
+    /// This skb's out-of-order data has scheduled its ACK (`one_skb`).
+    skb_ofo_scheduled: bool,
     deferred_ofo: bool,
 
     /// The application's wait from data becoming readable to its read
@@ -249,6 +254,7 @@ impl TcpReceiver {
             batching: false,
             ack_deferred: false,
             one_skb: false,
+            skb_ofo_scheduled: false,
             deferred_ofo: false,
             read_wait: None,
             read_due: None,
@@ -484,13 +490,18 @@ impl TcpReceiver {
                 // Linux: first thing in `tcp_data_queue_ofo`.
                 self.ecn_check_ce_state(now, d, out);
             }
-            self.ack_scheduled = true;
+            // Linux schedules the ACK once per skb, before its SACK block
+            // (which may send the held ACKs and so unschedule it).
+            if !(self.one_skb && self.skb_ofo_scheduled) {
+                self.ack_scheduled = true;
+                self.skb_ofo_scheduled = self.one_skb;
+            }
             if self.ooo.contains(seq) {
                 self.duplicate_segments += 1;
                 self.dsack = Some(SeqRange::new(seq, seq + 1));
             } else {
                 self.ooo.insert(SeqRange::new(seq, seq + 1));
-                self.sack_new_ofo(seq, seq + 1);
+                self.sack_new_ofo(now, seq, seq + 1, out);
             }
             ofo_possible = true;
         }
@@ -504,6 +515,7 @@ impl TcpReceiver {
     pub fn begin_batch(&mut self, one_skb: bool) {
         self.batching = true;
         self.one_skb = one_skb;
+        self.skb_ofo_scheduled = false;
     }
 
     /// The batch ends: a deferred ACK decision is taken once, for all of it
@@ -773,11 +785,19 @@ impl TcpReceiver {
         }
     }
 
-    /// Linux `tcp_sack_new_ofo_skb`.
-    fn sack_new_ofo(&mut self, start: u32, end: u32) {
+    /// Linux `tcp_sack_new_ofo_skb`. Before a block would stand third or
+    /// lower (a new one beside two others, or the third extended), the held
+    /// ACKs go out: an ACK carries only the first blocks for sure, three with
+    /// timestamps, and Linux counts on two since 5.8
+    /// (`TCP_SACK_BLOCKS_EXPECTED`).
+    fn sack_new_ofo(&mut self, now: Time, start: u32, end: u32, out: &mut Vec<Packet>) {
         for i in 0..self.num_sacks {
-            let sp = &mut self.sacks[i];
+            let sp = self.sacks[i];
             if start <= sp.end && sp.start <= end {
+                if i >= SACK_BLOCKS_EXPECTED {
+                    self.sack_compress_send_ack(now, out);
+                }
+                let sp = &mut self.sacks[i];
                 sp.start = sp.start.min(start);
                 sp.end = sp.end.max(end);
                 // Rotate the extended block to the front.
@@ -788,12 +808,22 @@ impl TcpReceiver {
                 return;
             }
         }
+        if self.num_sacks >= SACK_BLOCKS_EXPECTED {
+            self.sack_compress_send_ack(now, out);
+        }
         if self.num_sacks >= NUM_SACKS {
             self.num_sacks -= 1;
         }
         self.sacks[..=self.num_sacks].rotate_right(1);
         self.sacks[0] = SeqRange::new(start, end);
         self.num_sacks += 1;
+    }
+
+    /// Linux `tcp_sack_compress_send_ack`: the held ACKs, if any, as one.
+    fn sack_compress_send_ack(&mut self, now: Time, out: &mut Vec<Packet>) {
+        if self.compressed_ack > 0 {
+            self.send_ack(now, out);
+        }
     }
 
     /// Linux `tcp_sack_maybe_coalesce`: merge blocks that now touch the first.
@@ -1392,6 +1422,70 @@ mod tests {
         assert_eq!(a[0].ack, 5);
         assert_eq!(a[0].sack.as_slice(), &[SeqRange::new(3, 4), SeqRange::new(6, 7)]);
         assert_eq!(r.duplicate_segments, 1);
+    }
+
+    /// Linux sends the ACKs it held back (SACK compression) before a hole's
+    /// block would stand third or lower in the list: a new block beside two
+    /// others, or data extending the third (`tcp_sack_new_ofo_skb`, since
+    /// 5.8: only the first two blocks are sure to reach the sender).
+    #[test]
+    fn held_acks_go_out_before_a_third_sack_block() {
+        let mut r = established();
+        let mut out = vec![];
+        past_quick_acks(&mut r);
+        r.on_data(Time::from_ms(100), &seg(0), &mut out);
+        out.clear();
+        // Segments 1 and 2 lost: 3-6 give three immediate dupacks, then one held.
+        for (i, s) in [3, 4, 5, 6].into_iter().enumerate() {
+            r.on_data(Time(Time::from_ms(101).0 + i as u64 * 10_000), &seg(s), &mut out);
+        }
+        assert_eq!(acks(&out).len(), 3);
+        out.clear();
+        // A second block (8; 7 lost): held too.
+        r.on_data(Time(101_100_000), &seg(8), &mut out);
+        assert!(acks(&out).is_empty());
+        // A third block (10; 9 lost): the held ACK goes out first, without it.
+        r.on_data(Time(101_110_000), &seg(10), &mut out);
+        let a = acks(&out);
+        assert_eq!(a.len(), 1);
+        assert_eq!((a[0].ack, a[0].sack.as_slice()), (1, &[SeqRange::new(8, 9), SeqRange::new(3, 7)][..]));
+        out.clear();
+        // The segment that forced it was scheduled before the ACK and is not
+        // acknowledged again; the next ones are held.
+        r.on_data(Time(101_120_000), &seg(11), &mut out);
+        assert!(acks(&out).is_empty());
+        // Data extending the third block (2, beside 3-6) sends the held ACK first.
+        r.on_data(Time(101_130_000), &seg(2), &mut out);
+        let a = acks(&out);
+        assert_eq!(a.len(), 1);
+        assert_eq!(a[0].sack.as_slice(), &[SeqRange::new(10, 12), SeqRange::new(8, 9), SeqRange::new(3, 7)]);
+        // With nothing held there is nothing to send.
+        out.clear();
+        r.on_data(Time(101_140_000), &seg(13), &mut out);
+        assert!(acks(&out).is_empty());
+    }
+
+    /// In one skb (GRO's, or a super-packet) the held ACK goes out once, and
+    /// the skb, scheduled before it, takes no ACK decision of its own.
+    #[test]
+    fn one_skb_that_opens_a_third_block_sends_the_held_ack_once() {
+        let mut r = established();
+        let mut out = vec![];
+        past_quick_acks(&mut r);
+        r.on_data(Time::from_ms(100), &seg(0), &mut out);
+        for (i, s) in [2, 3, 4, 5, 7].into_iter().enumerate() {
+            r.on_data(Time(Time::from_ms(101).0 + i as u64 * 10_000), &seg(s), &mut out);
+        }
+        out.clear();
+        r.begin_batch(true);
+        for s in 9..14 {
+            r.on_data(Time(101_100_000), &seg(s), &mut out);
+        }
+        r.end_batch(Time(101_100_000), &mut out);
+        let a = acks(&out);
+        assert_eq!(a.len(), 1);
+        assert_eq!(a[0].sack.as_slice(), &[SeqRange::new(7, 8), SeqRange::new(2, 6)]);
+        assert!(r.timer_deadline(TimerKind::CompressedAck).is_none());
     }
 
     fn stamped(seq: u32, tsval: u32) -> DataSegment {
