@@ -342,6 +342,9 @@ def test_ci_short_run_reno_and_cubic(tmp_path):
         assert c.get("TCPHPHits", 0) + c.get("TCPRcvCoalesce", 0) > 0, c
         assert all(v > 0 and not k.startswith("TcpExt") for k, v in c.items()), c
     assert sum(c.get("TCPOFOQueue", 0) for c in receivers) > 0, receivers
+    # ... and the flows' counters carry them as the simulator counts its own.
+    for fl, c in zip(rec["flows"], receivers):
+        assert (fl["counters"]["ofo_skbs"], fl["counters"]["acks_compressed"]) == (c.get("TCPOFOQueue", 0), c.get("TCPAckCompressed", 0))
     assert not _dead_owners() and not _stray_helpers()
     # The saved result loads back and has the simulator's tables.
     import ccarena
@@ -534,7 +537,8 @@ def test_validate_ci_set(tmp_path):
     (d,) = list(tmp_path.iterdir())
     table = json.loads((d / "table.json").read_text())
     assert {r["metric"] for r in table} == {"share0", "ratio", "utilization", "retrans", "rtx_per_event", "drops_per_event", "both_lost", "seg_per_skb",
-                                            "seg_per_skb_bottleneck", "acks_per_seg", "emulator_late_us", "machine_stalls_1ms", "steal_pct", "softirq_pct"}
+                                            "seg_per_skb_bottleneck", "acks_per_seg", "ofo_per_seg", "compressed_per_seg", "emulator_late_us",
+                                            "machine_stalls_1ms", "steal_pct", "softirq_pct"}
     util = [r for r in table if r["metric"] == "utilization"]
     assert all(r["kernel"] > 0.85 and r["sim"] > 0.85 for r in util)
     # Both backends' hosts hand their devices super-packets (tcp_tso_autosize
@@ -547,6 +551,10 @@ def test_validate_ci_set(tmp_path):
             assert 1 <= r["kernel"] < 8 and 1 <= r["sim"] < 8, r
         if r["metric"] == "acks_per_seg":
             assert 0.2 < r["kernel"] < 0.7 and 0.2 < r["sim"] < 0.7, r
+        # What the receivers' ACK decisions met, on both backends: ACKs held
+        # back only while out-of-order data waits (none in a lossless run).
+        if r["metric"] in ("ofo_per_seg", "compressed_per_seg"):
+            assert 0 <= r["kernel"] < 0.5 and 0 <= r["sim"] < 0.5, r
         # Each loss episode costs at least the segment it lost (NaN: none in a short run).
         if r["metric"] == "rtx_per_event" and r["kernel"] == r["kernel"]:
             assert r["kernel"] >= 1 and (r["sim"] != r["sim"] or r["sim"] >= 1), r

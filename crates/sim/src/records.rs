@@ -40,6 +40,12 @@ pub struct FlowCounters {
     /// Data segments the receiver discarded by PAWS (timestamp older than
     /// TS.Recent; Linux's PAWSEstab counter).
     pub paws_rejected: u64,
+    /// The receiver's ACK decisions as Linux counts them: out-of-order skbs
+    /// (`TCPOFOQueue`), ACKs SACK compression held back and never sent
+    /// (`TCPAckCompressed`), ACKs the delayed-ACK timer sent (`DelayedACKs`).
+    pub ofo_skbs: u64,
+    pub acks_compressed: u64,
+    pub delayed_acks: u64,
     /// Slow-start exits by HyStart's ACK-train signal, and the sum of cwnd
     /// at them (Linux `TCPHystartTrainDetect`, `TCPHystartTrainCwnd`).
     pub hystart_train: u64,

@@ -48,7 +48,11 @@ fn reverse_traffic_fills_the_reverse_bottleneck_and_delays_forward_acks() {
     let r = run(scenario(100, buffer, LossSpec::none(), flows, 30, 5, 1));
     let rev = r.reverse_link.as_ref().expect("a reverse bottleneck");
     let util = |l: &ccarena_sim::LinkResult| l.window_bytes_out as f64 / l.window_capacity_bytes as f64;
-    assert!(util(&r.link) > 0.9, "forward utilisation {}", util(&r.link));
+    // The forward link stays mostly busy: 0.84-0.91 over six starts of the
+    // reverse flows 0-19 ms apart on 2026-11-29, and 0.78-0.89 once the
+    // receivers sent their held ACKs before a third SACK block (this start:
+    // 0.78); its ACKs queue behind reverse data, which costs it some window.
+    assert!(util(&r.link) > 0.75, "forward utilisation {}", util(&r.link));
     // Reverse flows' ACKs wait in the forward queue (0..40 ms), so their RTT
     // swings and a BDP buffer no longer quite covers it.
     assert!(util(rev) > 0.93, "reverse utilisation {}", util(rev));
@@ -379,3 +383,4 @@ fn an_rtt_is_nanoseconds_or_a_distribution_in_json() {
     cfg.flows[0].rtt = FlowRtt::Fixed(Dur(0));
     assert_eq!(cfg.validate().unwrap_err().to_string(), "flows[0].rtt: must be positive");
 }
+

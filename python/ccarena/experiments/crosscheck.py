@@ -132,6 +132,9 @@ VALIDATION_SETS: dict[str, ValidationSet] = {
 
 #: Rows that describe the testbed, not TCP: every kernel run's, compared nowhere.
 TESTBED_METRICS = ("emulator_late_us", "machine_stalls_1ms", "steal_pct", "softirq_pct")
+#: Rows that explain another row (the ACKs per segment) and so are shown
+#: but not counted among the cells within the kernel's spread.
+DIAGNOSTIC_METRICS = ("ofo_per_seg", "compressed_per_seg")
 
 METRICS = {
     "share0": "flow 0 share",
@@ -144,6 +147,10 @@ METRICS = {
     "seg_per_skb": "segments per skb (sender)",
     "seg_per_skb_bottleneck": "segments per skb (bottleneck)",
     "acks_per_seg": "ACKs per data segment",
+    # What the receivers' ACK decisions met (Linux's TCPOFOQueue and
+    # TCPAckCompressed): the ACKs row broken down, shown and not counted.
+    "ofo_per_seg": "out-of-order skbs per data segment",
+    "compressed_per_seg": "ACKs held back unsent per data segment",
     # The testbed's, not TCP's: shown for the kernel only, compared nowhere.
     "emulator_late_us": "delay emulator's mean lateness (us)",
     "machine_stalls_1ms": "machine's stalls over 1 ms, a second",
@@ -187,6 +194,25 @@ def _buffer(spec: str, rate_mbps: int) -> str:
     return spec
 
 
+def receiver_decisions(result, flows: pd.DataFrame, segs: float) -> dict[str, float]:
+    """Out-of-order skbs and ACKs SACK compression held back unsent, per data
+    segment sent, over `flows`: the simulator's counters, or the kernel
+    receivers' own TcpExt counters (NaN for a kernel run recorded before
+    they were)."""
+    rec = result.record
+    if rec.get("backend") == "linux":
+        per_flow = (rec.get("linux") or {}).get("receiver_counters")
+        if not per_flow or segs <= 0:
+            return {"ofo_per_seg": float("nan"), "compressed_per_seg": float("nan")}
+        ofo = sum(per_flow[i].get("TCPOFOQueue", 0) for i in flows.index)
+        held = sum(per_flow[i].get("TCPAckCompressed", 0) for i in flows.index)
+    else:
+        if segs <= 0 or "ofo_skbs" not in flows.columns:
+            return {"ofo_per_seg": float("nan"), "compressed_per_seg": float("nan")}
+        ofo, held = float(flows.ofo_skbs.sum()), float(flows.acks_compressed.sum())
+    return {"ofo_per_seg": ofo / segs, "compressed_per_seg": held / segs}
+
+
 def metrics_of(result) -> dict[str, float]:
     """The compared metrics of one run, over the flows under study (a
     background set-up's flows are left out; utilisation counts them)."""
@@ -210,6 +236,7 @@ def metrics_of(result) -> dict[str, float]:
         "seg_per_skb": segs / skbs if skbs > 0 else float("nan"),
         "seg_per_skb_bottleneck": bottleneck_burst(result.record),
         "acks_per_seg": acks / segs if segs > 0 and acks > 0 else float("nan"),
+        **receiver_decisions(result, f, segs),
         "emulator_late_us": emulator_lateness_us(result.record),
         "machine_stalls_1ms": machine_stalls_per_s(result.record),
         "steal_pct": stolen_cpu_pct(result.record),
@@ -635,7 +662,7 @@ def rank_test_p(sim: np.ndarray, kernel: np.ndarray) -> float:
 
 def rank_summary(table: pd.DataFrame) -> str:
     """One line: cells whose runs differ by the rank test, out of those it could test."""
-    tested = table[table["p"].notna()]
+    tested = table[table["p"].notna() & ~table.metric.isin(DIAGNOSTIC_METRICS)]
     if tested.empty:
         return "rank test: no cell with two or more runs on each backend"
     differ = tested[tested["differs"]]
@@ -653,7 +680,8 @@ def rank_summary(table: pd.DataFrame) -> str:
 #: (utilisation as a fraction, shown in per cent: 0.1 % is 0.001).
 DECIMALS = {"retrans": 0, "seg_per_skb": 1, "seg_per_skb_bottleneck": 1, "rtx_per_event": 1, "drops_per_event": 2, "emulator_late_us": 1,
             "machine_stalls_1ms": 2, "steal_pct": 2, "softirq_pct": 2,
-            "utilization": 3, "share0": 3, "ratio": 3, "acks_per_seg": 3, "both_lost": 3}
+            "utilization": 3, "share0": 3, "ratio": 3, "acks_per_seg": 3, "both_lost": 3,
+            "ofo_per_seg": 3, "compressed_per_seg": 3}
 
 # Half the last digit format_metric shows: smaller differences are invisible
 # in the table and below what the kernel's packet counts resolve.
@@ -679,8 +707,8 @@ def fmt_diff(metric: str, v: float) -> str:
 
 def compared_cells(table: pd.DataFrame) -> pd.DataFrame:
     """The cells a comparison counts: both backends measured the metric, the
-    kernel more than once."""
-    return table[(table.repetitions > 1) & table.sim.notna() & table.kernel.notna()]
+    kernel more than once, and the row is not one that explains another."""
+    return table[(table.repetitions > 1) & table.sim.notna() & table.kernel.notna() & ~table.metric.isin(DIAGNOSTIC_METRICS)]
 
 
 def within_spread(table: pd.DataFrame) -> tuple[int, int]:
@@ -694,7 +722,7 @@ def like_with_like_summary(table: pd.DataFrame) -> str:
     """One line: cells where the simulator run from each kernel run's
     starts and stalls lies within the kernel's spread (the same test as
     within_spread, on the last column)."""
-    compared = table[(table.repetitions > 1) & table.sim_kernel_starts.notna() & table.kernel.notna()]
+    compared = table[(table.repetitions > 1) & table.sim_kernel_starts.notna() & table.kernel.notna() & ~table.metric.isin(DIAGNOSTIC_METRICS)]
     if compared.empty:
         return "simulator from the kernel's starts and stalls: no cell compared"
     resolution = compared.metric.map(lambda m: RESOLUTION.get(m, 0.0))

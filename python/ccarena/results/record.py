@@ -45,6 +45,11 @@ class FlowCounters(TypedDict):
     bytes_delivered: int
     duplicate_segments: int
     paws_rejected: int  # 0 in records made before it was counted
+    # The receiver's ACK decisions as Linux counts them (TcpExt TCPOFOQueue,
+    # TCPAckCompressed, DelayedACKs); 0 in records made before 2026-11-29.
+    ofo_skbs: int
+    acks_compressed: int
+    delayed_acks: int
     hystart_train: int  # slow-start exits by HyStart's ACK train (Linux TCPHystartTrainDetect)
     hystart_train_cwnd: int  # sum of cwnd at them (TCPHystartTrainCwnd)
     hystart_delay: int  # ... by its delay signal (TCPHystartDelayDetect)
@@ -222,6 +227,8 @@ def normalise(record: dict) -> RunRecord:
             f["counters"].setdefault("skbs_sent", 0)
             f["counters"].setdefault("acks_sent", 0)
             f["counters"].setdefault("paws_rejected", 0)
+            for key in ("ofo_skbs", "acks_compressed", "delayed_acks"):
+                f["counters"].setdefault(key, 0)
             f["counters"].setdefault("first_data_ns", 0)
             for key in ("hystart_train", "hystart_train_cwnd", "hystart_delay", "hystart_delay_cwnd"):
                 f["counters"].setdefault(key, 0)

@@ -220,6 +220,9 @@ impl Simulation {
             counters.bytes_delivered = f.receiver.bytes_delivered;
             counters.duplicate_segments = f.receiver.duplicate_segments;
             counters.paws_rejected = f.receiver.paws_rejected;
+            counters.ofo_skbs = f.receiver.ofo_skbs;
+            counters.acks_compressed = f.receiver.acks_compressed;
+            counters.delayed_acks = f.receiver.delayed_acks;
             let hs = f.sender.sock.hystart;
             counters.hystart_train = hs.train_detect;
             counters.hystart_train_cwnd = hs.train_cwnd;

@@ -192,6 +192,13 @@ pub struct TcpReceiver {
     pub paws_rejected: u64,
     pub ce_marks: u64,
     pub acks_sent: u64,
+    /// How the ACK decisions went, counted as Linux counts them: skbs that
+    /// arrived out of order (`TCPOFOQueue`), ACKs SACK compression held back
+    /// and never sent (`TCPAckCompressed`), ACKs the delayed-ACK timer sent
+    /// (`DelayedACKs`).
+    pub ofo_skbs: u64,
+    pub acks_compressed: u64,
+    pub delayed_acks: u64,
 }
 
 impl TcpReceiver {
@@ -268,6 +275,9 @@ impl TcpReceiver {
             paws_rejected: 0,
             ce_marks: 0,
             acks_sent: 0,
+            ofo_skbs: 0,
+            acks_compressed: 0,
+            delayed_acks: 0,
         }
     }
 
@@ -493,6 +503,7 @@ impl TcpReceiver {
             // Linux schedules the ACK once per skb, before its SACK block
             // (which may send the held ACKs and so unschedule it).
             if !(self.one_skb && self.skb_ofo_scheduled) {
+                self.ofo_skbs += 1;
                 self.ack_scheduled = true;
                 self.skb_ofo_scheduled = self.one_skb;
             }
@@ -768,6 +779,7 @@ impl TcpReceiver {
                 if self.ack_scheduled {
                     // Delayed ACK missed: inflate the ATO (Linux, not in pingpong mode).
                     self.ato = (self.ato << 1).min(self.rto_jiffies);
+                    self.delayed_acks += 1;
                     self.send_ack(now, out);
                 }
             }
@@ -778,6 +790,8 @@ impl TcpReceiver {
                 }
                 self.comp_timer = None;
                 if self.compressed_ack > 0 {
+                    // The ACK sent is one of those held: Linux counts the rest.
+                    self.compressed_ack -= 1;
                     self.send_ack(now, out);
                 }
             }
@@ -822,6 +836,7 @@ impl TcpReceiver {
     /// Linux `tcp_sack_compress_send_ack`: the held ACKs, if any, as one.
     fn sack_compress_send_ack(&mut self, now: Time, out: &mut Vec<Packet>) {
         if self.compressed_ack > 0 {
+            self.compressed_ack -= 1;
             self.send_ack(now, out);
         }
     }
@@ -924,6 +939,8 @@ impl TcpReceiver {
         let still_open = self.rcv_wnd - self.rcv_nxt.wrapping_sub(self.rcv_wup) as i64 * self.mss as i64;
         self.rcv_wnd = self.free_window(self.queued()).max(align_up(still_open, unit));
         self.rcv_wup = self.rcv_nxt;
+        // Linux `tcp_event_ack_sent`: the held ACKs this one makes unneeded.
+        self.acks_compressed += self.compressed_ack as u64;
         self.compressed_ack = 0;
         self.comp_timer = None;
         if ack_seq != self.rcv_nxt {
@@ -1390,6 +1407,7 @@ mod tests {
         assert!(t > Time::from_ms(100) && t <= Time::from_ms(144), "{t:?}");
         r.on_timer(t, TimerKind::DelAck, &mut out);
         assert_eq!(acks(&out).len(), 1);
+        assert_eq!(r.delayed_acks, 1);
     }
 
     #[test]
@@ -1422,6 +1440,8 @@ mod tests {
         assert_eq!(a[0].ack, 5);
         assert_eq!(a[0].sack.as_slice(), &[SeqRange::new(3, 4), SeqRange::new(6, 7)]);
         assert_eq!(r.duplicate_segments, 1);
+        // The held 4th dupack was never sent: counted as compressed.
+        assert_eq!((r.ofo_skbs, r.acks_compressed), (4, 1));
     }
 
     /// Linux sends the ACKs it held back (SACK compression) before a hole's
@@ -1463,6 +1483,9 @@ mod tests {
         out.clear();
         r.on_data(Time(101_140_000), &seg(13), &mut out);
         assert!(acks(&out).is_empty());
+        // As Linux counts them: nine out-of-order skbs; of the ACKs held
+        // back, two went out as one (one never sent), the next as itself.
+        assert_eq!((r.ofo_skbs, r.acks_compressed), (9, 1));
     }
 
     /// In one skb (GRO's, or a super-packet) the held ACK goes out once, and
@@ -1486,6 +1509,8 @@ mod tests {
         assert_eq!(a.len(), 1);
         assert_eq!(a[0].sack.as_slice(), &[SeqRange::new(7, 8), SeqRange::new(2, 6)]);
         assert!(r.timer_deadline(TimerKind::CompressedAck).is_none());
+        // Five segments and one skb out of order; two held ACKs sent as one.
+        assert_eq!((r.ofo_skbs, r.acks_compressed), (6, 1));
     }
 
     fn stamped(seq: u32, tsval: u32) -> DataSegment {

@@ -571,6 +571,7 @@ def build_record(run: _Run, backend: str = "linux", section: Callable[[list[floa
         completion = 0
         if f["size"] is not None and cum[-1] >= f["size"]:
             completion = int((start_s + _interp(f["size"], [float(c) for c in cum], ts)) * 1e9)
+        receiver = (getattr(run, "receiver_counters", None) or [{}] * len(run.flows))[i]
         counters = {
             "segments_sent": last.get("data_segs_out", 0),
             # Both include the few packets of iperf3's control connection.
@@ -588,6 +589,9 @@ def build_record(run: _Run, backend: str = "linux", section: Callable[[list[floa
             "bytes_delivered": int(server_end.get("bytes", cum[-1])),
             "duplicate_segments": 0,
             "paws_rejected": getattr(run, "receiver_paws", [0] * len(run.flows))[i],
+            # The receiver namespace's ACK decisions (its TcpExt counters).
+            **{key: receiver.get(name, 0) for key, name in
+               (("ofo_skbs", "TCPOFOQueue"), ("acks_compressed", "TCPAckCompressed"), ("delayed_acks", "DelayedACKs"))},
             # The sender's namespace holds one data connection (iperf3's control
             # connection never reaches HyStart's 16-packet floor).
             "hystart_train": end_ns_stat.get("TcpExtTCPHystartTrainDetect", 0),
