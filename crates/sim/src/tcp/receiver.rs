@@ -1448,17 +1448,24 @@ mod tests {
     /// block would stand third or lower in the list: a new block beside two
     /// others, or data extending the third (`tcp_sack_new_ofo_skb`, since
     /// 5.8: only the first two blocks are sure to reach the sender).
-    #[test]
-    fn held_acks_go_out_before_a_third_sack_block() {
+    /// A receiver past its quick ACKs that took segment 0 at 100 ms, then
+    /// `ofo` 10 us apart from 101 ms; and the ACKs those answered.
+    fn after_holes(ofo: &[u32]) -> (TcpReceiver, Vec<Packet>) {
         let mut r = established();
         let mut out = vec![];
         past_quick_acks(&mut r);
         r.on_data(Time::from_ms(100), &seg(0), &mut out);
         out.clear();
-        // Segments 1 and 2 lost: 3-6 give three immediate dupacks, then one held.
-        for (i, s) in [3, 4, 5, 6].into_iter().enumerate() {
+        for (i, &s) in ofo.iter().enumerate() {
             r.on_data(Time(Time::from_ms(101).0 + i as u64 * 10_000), &seg(s), &mut out);
         }
+        (r, out)
+    }
+
+    #[test]
+    fn held_acks_go_out_before_a_third_sack_block() {
+        // Segments 1 and 2 lost: 3-6 give three immediate dupacks, then one held.
+        let (mut r, mut out) = after_holes(&[3, 4, 5, 6]);
         assert_eq!(acks(&out).len(), 3);
         out.clear();
         // A second block (8; 7 lost): held too.
@@ -1479,12 +1486,13 @@ mod tests {
         let a = acks(&out);
         assert_eq!(a.len(), 1);
         assert_eq!(a[0].sack.as_slice(), &[SeqRange::new(10, 12), SeqRange::new(8, 9), SeqRange::new(3, 7)]);
-        // With nothing held there is nothing to send.
+        // Data extending the first block is held again.
         out.clear();
         r.on_data(Time(101_140_000), &seg(13), &mut out);
         assert!(acks(&out).is_empty());
-        // As Linux counts them: nine out-of-order skbs; of the ACKs held
-        // back, two went out as one (one never sent), the next as itself.
+        // As Linux counts them: nine out-of-order skbs, and one ACK held
+        // back and never sent (two went out as one at segment 10; segment
+        // 11's went out as itself; segment 13's is still held).
         assert_eq!((r.ofo_skbs, r.acks_compressed), (9, 1));
     }
 
@@ -1492,13 +1500,7 @@ mod tests {
     /// the skb, scheduled before it, takes no ACK decision of its own.
     #[test]
     fn one_skb_that_opens_a_third_block_sends_the_held_ack_once() {
-        let mut r = established();
-        let mut out = vec![];
-        past_quick_acks(&mut r);
-        r.on_data(Time::from_ms(100), &seg(0), &mut out);
-        for (i, s) in [2, 3, 4, 5, 7].into_iter().enumerate() {
-            r.on_data(Time(Time::from_ms(101).0 + i as u64 * 10_000), &seg(s), &mut out);
-        }
+        let (mut r, mut out) = after_holes(&[2, 3, 4, 5, 7]);
         out.clear();
         r.begin_batch(true);
         for s in 9..14 {
