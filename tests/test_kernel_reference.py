@@ -46,7 +46,10 @@ FLOORS = {"paper-quick-20261128-065750-120s": 0.75, "paper-quick-20261128-141220
           "paper-20261129-041224": 0.75,
           # HighSpeed's six rows outside (its kernel's near-equal shares at
           # this quiet hour), BIC's utilisation and senders' skbs: 12 of 19.
-          "paper-20261129-083937": 0.6}
+          "paper-20261129-083937": 0.6,
+          # Share, ratio, the senders' and the bottleneck's skbs and the ACKs
+          # per segment outside (4 of 9).
+          "paper-20261129-090531-bucket-100KB": 0.4}
 #: Cases a set keeps but compares nowhere: fewer than two kernel runs held
 #: (the BPF programs' ssthresh fault, crosscheck.KERNEL_WINDOW_LIMIT).
 UNCOMPARED = {"paper-20261128-215702": {"bic-400M-10v40ms-10ms"}}
@@ -130,6 +133,10 @@ if FULL:
     # from its slow-start overshoot, gave the kernel 0.86-0.97 where the
     # loaded sets of 2026-11-28 gave 0.32 (the simulator 0.52, between).
     SETS["paper-20261129-083937"] = {"highspeed-400M-16v162ms-1bdp"}
+    # BBR +10/+40 ms at one BDP with the 100 KB bucket at that quiet hour
+    # (stalls 0.0-0.04 a second): still outside, 0.102 on the kernel against
+    # 0.053, as at every hour before (the open case of docs/fidelity.md).
+    SETS["paper-20261129-090531-bucket-100KB"] = {"bbr-400M-10v40ms-1bdp"}
 
 
 @pytest.mark.slow
