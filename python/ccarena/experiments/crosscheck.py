@@ -196,21 +196,13 @@ def _buffer(spec: str, rate_mbps: int) -> str:
 
 def receiver_decisions(result, flows: pd.DataFrame, segs: float) -> dict[str, float]:
     """Out-of-order skbs and ACKs SACK compression held back unsent, per data
-    segment sent, over `flows`: the simulator's counters, or the kernel
-    receivers' own TcpExt counters (NaN for a kernel run recorded before
-    they were)."""
+    segment sent, over `flows` (NaN for a kernel run recorded before its
+    receivers' counters were)."""
     rec = result.record
-    if rec.get("backend") == "linux":
-        per_flow = (rec.get("linux") or {}).get("receiver_counters")
-        if not per_flow or segs <= 0:
-            return {"ofo_per_seg": float("nan"), "compressed_per_seg": float("nan")}
-        ofo = sum(per_flow[i].get("TCPOFOQueue", 0) for i in flows.index)
-        held = sum(per_flow[i].get("TCPAckCompressed", 0) for i in flows.index)
-    else:
-        if segs <= 0 or "ofo_skbs" not in flows.columns:
-            return {"ofo_per_seg": float("nan"), "compressed_per_seg": float("nan")}
-        ofo, held = float(flows.ofo_skbs.sum()), float(flows.acks_compressed.sum())
-    return {"ofo_per_seg": ofo / segs, "compressed_per_seg": held / segs}
+    unknown = rec.get("backend") == "linux" and not (rec.get("linux") or {}).get("receiver_counters")
+    if unknown or segs <= 0:
+        return {"ofo_per_seg": float("nan"), "compressed_per_seg": float("nan")}
+    return {"ofo_per_seg": float(flows.ofo_skbs.sum()) / segs, "compressed_per_seg": float(flows.acks_compressed.sum()) / segs}
 
 
 def metrics_of(result) -> dict[str, float]:
@@ -662,7 +654,7 @@ def rank_test_p(sim: np.ndarray, kernel: np.ndarray) -> float:
 
 def rank_summary(table: pd.DataFrame) -> str:
     """One line: cells whose runs differ by the rank test, out of those it could test."""
-    tested = table[table["p"].notna() & ~table.metric.isin(DIAGNOSTIC_METRICS)]
+    tested = table[table["p"].notna() & counted_rows(table)]
     if tested.empty:
         return "rank test: no cell with two or more runs on each backend"
     differ = tested[tested["differs"]]
@@ -705,10 +697,15 @@ def fmt_diff(metric: str, v: float) -> str:
     return f"{v:+.{DECIMALS.get(metric, 3)}f}"
 
 
+def counted_rows(table: pd.DataFrame) -> pd.Series:
+    """The rows a summary counts: not those that explain another row."""
+    return ~table.metric.isin(DIAGNOSTIC_METRICS)
+
+
 def compared_cells(table: pd.DataFrame) -> pd.DataFrame:
     """The cells a comparison counts: both backends measured the metric, the
-    kernel more than once, and the row is not one that explains another."""
-    return table[(table.repetitions > 1) & table.sim.notna() & table.kernel.notna() & ~table.metric.isin(DIAGNOSTIC_METRICS)]
+    kernel more than once, and the row is counted (`counted_rows`)."""
+    return table[(table.repetitions > 1) & table.sim.notna() & table.kernel.notna() & counted_rows(table)]
 
 
 def within_spread(table: pd.DataFrame) -> tuple[int, int]:
@@ -722,7 +719,7 @@ def like_with_like_summary(table: pd.DataFrame) -> str:
     """One line: cells where the simulator run from each kernel run's
     starts and stalls lies within the kernel's spread (the same test as
     within_spread, on the last column)."""
-    compared = table[(table.repetitions > 1) & table.sim_kernel_starts.notna() & table.kernel.notna() & ~table.metric.isin(DIAGNOSTIC_METRICS)]
+    compared = table[(table.repetitions > 1) & table.sim_kernel_starts.notna() & table.kernel.notna() & counted_rows(table)]
     if compared.empty:
         return "simulator from the kernel's starts and stalls: no cell compared"
     resolution = compared.metric.map(lambda m: RESOLUTION.get(m, 0.0))

@@ -217,9 +217,19 @@ class RunRecord(_RunRecordOptional):
     invariant_violations: list[str]
 
 
+#: The flow counters a Linux receiver's own TcpExt counters give.
+RECEIVER_TCPEXT = (("ofo_skbs", "TCPOFOQueue"), ("acks_compressed", "TCPAckCompressed"), ("delayed_acks", "DelayedACKs"))
+
+
 def normalise(record: dict) -> RunRecord:
     """Fills, in place, what the backend that made `record` does not measure;
     returns it. A simulator record is left as it is."""
+    # Kernel runs stored with their receivers' TcpExt counters but before the
+    # flows' counters carried them.
+    receivers = (record.get("linux") or {}).get("receiver_counters") or []
+    for f, tcpext in zip(record["flows"], receivers):
+        for key, name in RECEIVER_TCPEXT:
+            f.get("counters", {}).setdefault(key, tcpext.get(name, 0))
     for f in record["flows"]:
         f.setdefault("direction", "forward")
         f.setdefault("background", False)
@@ -227,7 +237,7 @@ def normalise(record: dict) -> RunRecord:
             f["counters"].setdefault("skbs_sent", 0)
             f["counters"].setdefault("acks_sent", 0)
             f["counters"].setdefault("paws_rejected", 0)
-            for key in ("ofo_skbs", "acks_compressed", "delayed_acks"):
+            for key, _ in RECEIVER_TCPEXT:
                 f["counters"].setdefault(key, 0)
             f["counters"].setdefault("first_data_ns", 0)
             for key in ("hystart_train", "hystart_train_cwnd", "hystart_delay", "hystart_delay_cwnd"):

@@ -1444,10 +1444,6 @@ mod tests {
         assert_eq!((r.ofo_skbs, r.acks_compressed), (4, 1));
     }
 
-    /// Linux sends the ACKs it held back (SACK compression) before a hole's
-    /// block would stand third or lower in the list: a new block beside two
-    /// others, or data extending the third (`tcp_sack_new_ofo_skb`, since
-    /// 5.8: only the first two blocks are sure to reach the sender).
     /// A receiver past its quick ACKs that took segment 0 at 100 ms, then
     /// `ofo` 10 us apart from 101 ms; and the ACKs those answered.
     fn after_holes(ofo: &[u32]) -> (TcpReceiver, Vec<Packet>) {
@@ -1462,6 +1458,10 @@ mod tests {
         (r, out)
     }
 
+    /// Linux sends the ACKs it held back (SACK compression) before a hole's
+    /// block would stand third or lower in the list: a new block beside two
+    /// others, or data extending the third (`tcp_sack_new_ofo_skb`, since
+    /// 5.8: only the first two blocks are sure to reach the sender).
     #[test]
     fn held_acks_go_out_before_a_third_sack_block() {
         // Segments 1 and 2 lost: 3-6 give three immediate dupacks, then one held.

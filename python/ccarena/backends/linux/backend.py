@@ -38,7 +38,7 @@ from functools import partial
 from typing import Any, Callable
 
 from ...errors import ScenarioError
-from ...results.record import RunRecord, normalise
+from ...results.record import RECEIVER_TCPEXT, RunRecord, normalise
 from ...results.result import RunResult
 from ...scenario.model import Scenario
 from .cleanup import cleanup, live_runs, registered_bpf, unregister_bpf
@@ -590,8 +590,7 @@ def build_record(run: _Run, backend: str = "linux", section: Callable[[list[floa
             "duplicate_segments": 0,
             "paws_rejected": getattr(run, "receiver_paws", [0] * len(run.flows))[i],
             # The receiver namespace's ACK decisions (its TcpExt counters).
-            **{key: receiver.get(name, 0) for key, name in
-               (("ofo_skbs", "TCPOFOQueue"), ("acks_compressed", "TCPAckCompressed"), ("delayed_acks", "DelayedACKs"))},
+            **{key: receiver.get(name, 0) for key, name in RECEIVER_TCPEXT},
             # The sender's namespace holds one data connection (iperf3's control
             # connection never reaches HyStart's 16-packet floor).
             "hystart_train": end_ns_stat.get("TcpExtTCPHystartTrainDetect", 0),
