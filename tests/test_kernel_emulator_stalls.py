@@ -159,6 +159,14 @@ def test_the_like_with_like_column_is_counted_as_the_simulators_is():
     assert within_spread(table) == (0, 1)
     assert like_with_like_summary(table) == "simulator from the kernel's starts and stalls within the kernel's spread: 1 of 1 cells"
     assert like_with_like_summary(table[table.case == "d"]).endswith("no cell compared")
+    # With a throughput ratio: the run from the kernel's starts against the
+    # second bar as well (0.3 against the kernel's 0.4: 1.33x, though outside
+    # the kernel's spread of three equal runs; 0.2 would be 2x).
+    ratios = [{"case": "c", "backend": b, "seed": k, "ratio": v} for b, v in (("linux", 0.4), ("sim", 0.9), ("sim_kernel_starts", 0.3)) for k in (1, 2, 3)]
+    table = summarise(pd.DataFrame([{**r, **q} for r, q in zip(rows[:9], ratios)]), ["c"])
+    assert like_with_like_summary(table).endswith("within the kernel's spread: 1 of 2 cells, throughput ratio within 1.5x in 1 of 1 cases")
+    far = summarise(pd.DataFrame([{**r, **q, "ratio": 0.2 if q["backend"] == "sim_kernel_starts" else q["ratio"]} for r, q in zip(rows[:9], ratios)]), ["c"])
+    assert like_with_like_summary(far).endswith("throughput ratio within 1.5x in 0 of 1 cases")
 
 
 def test_kernel_runs_that_did_not_hold_the_set_up_are_left_out_and_said_so():
