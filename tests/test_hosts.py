@@ -137,6 +137,7 @@ def test_line_rate_caps_what_a_host_sends():
         ({"tsoo": True}, "hosts.tsoo", "tso"),
         ({"tso": "yes"}, "hosts.tso", "true or false"),
         ({"rx_hold": "soon"}, "hosts.rx_hold", "duration"),
+        ({"iperf3_test_start_wait": {"distribution": "uniform", "min": "1ms"}}, "hosts.iperf3_test_start_wait.max", "missing"),
         ({"line_rate": "fast"}, "hosts.line_rate", ""),
         ({"tso_defer": "linux-5.15"}, "hosts.tso_defer", "allowed: ack_due, half_rtt"),
         ([], "hosts", "table"),

@@ -8,7 +8,8 @@ flow, NFQUEUE delay on the ACK path): the numbers behind the engine's
 For each run it prints, in RTTs of the path: when the control connection's
 SYN left after the launch, every control-connection segment the client sent
 or received (time, direction, payload bytes), the data connection's SYN and
-its first data segment. Needs root, network namespaces, iperf3 and tcpdump.
+its first data segment, and how long the server took to answer the data
+connection's cookie with TEST_START beyond the round trip. Needs root, network namespaces, iperf3 and tcpdump.
 """
 
 from __future__ import annotations
@@ -74,6 +75,12 @@ def measure(rtt_ns: int) -> dict:
     t0 = syns[0][0]
     rtt = rtt_ns / 1e9
     first_data = next(p for p in pkts if p[1] == data and p[4] >= 1000)
+    # The server's own time on the data connection's cookie: from the cookie
+    # leaving to TEST_START arriving, less that connection's handshake round
+    # trip (the path's RTT as the same capture sees it).
+    syn_ack = next(p for p in pkts if p[2] == data and p[3] == "S.")
+    cookie = next(p for p in pkts if p[1] == data and p[4] > 0)
+    test_start = next(p for p in pkts if p[2] == ctrl and p[4] > 0 and p[0] > cookie[0])
     messages = [
         (round((p[0] - t0) / rtt, 2), "out" if p[1] == ctrl else "in", p[3], p[4])
         for p in pkts
@@ -85,6 +92,7 @@ def measure(rtt_ns: int) -> dict:
         "data_syn_rtts": round((syns[1][0] - t0) / rtt, 3),
         "first_data_rtts": round((first_data[0] - t0) / rtt, 3),
         "first_data_ms": round((first_data[0] - t0) * 1e3, 2),
+        "test_start_after_cookie_ms": round((test_start[0] - cookie[0] - (syn_ack[0] - syns[1][0])) * 1e3, 3),
     }
 
 
@@ -97,7 +105,8 @@ def main() -> None:
         for _ in range(args.repeat):
             m = measure(parse_duration(r))
             print(f"rtt {r}: launch->SYN {m['launch_to_syn_ms']} ms; data SYN at {m['data_syn_rtts']} RTT; "
-                  f"first data at {m['first_data_rtts']} RTT ({m['first_data_ms']} ms after the control SYN)")
+                  f"first data at {m['first_data_rtts']} RTT ({m['first_data_ms']} ms after the control SYN); "
+                  f"the server answered the data cookie {m['test_start_after_cookie_ms']} ms beyond the round trip")
             print("   control segments (RTTs after the SYN, direction, flags, payload):",
                   " ".join(f"{t}:{d}:{f}:{n}" for t, d, f, n in m["control"]))
 

@@ -1,13 +1,15 @@
 //! How flows start, and one-way data delay: `startup = iperf3` opens the data
 //! connection after three round trips of control exchange and writes one
-//! round trip after its handshake (five RTTs from the launch to the first
-//! data segment on an idle path, as measured on the kernel), its messages
+//! round trip after its handshake and the server's wait before TEST_START
+//! (five RTTs and 0.5-5.3 ms from the launch to the first data segment on an
+//! idle path, as measured on the kernel), its messages
 //! queueing like any packet; `data_delay` lengthens the data direction only,
 //! and its jitter varies around it.
 
 mod common;
 
 use ccarena_sim::config::Startup;
+use ccarena_sim::dist::Dist;
 use ccarena_sim::net::delay_line::{JitterConfig, JitterShape};
 use ccarena_sim::net::queue::QueueLimit;
 use ccarena_sim::units::{Dur, Time};
@@ -16,12 +18,21 @@ use common::*;
 /// A 10-segment transfer (within the initial window) at `rtt_ms`: (when the
 /// data connection's SYN left, when the transfer completed), ns.
 fn transfer(rtt_ms: u64, startup: Startup, data_delay_ms: u64) -> (u64, u64) {
+    transfer_with(rtt_ms, startup, data_delay_ms, None)
+}
+
+/// The same, with the iperf3 server's wait before TEST_START set.
+fn transfer_with(rtt_ms: u64, startup: Startup, data_delay_ms: u64, test_start_wait: Option<Dist>) -> (u64, u64) {
     let mut f = flow("reno", rtt_ms);
     f.size = Some(10 * 1448);
     f.start = Time::from_ms(100);
     f.startup = startup;
     f.data_delay = Dur::from_ms(data_delay_ms);
-    let r = run(scenario(100, QueueLimit::Packets(1000), iid(0.0), vec![f], 5, 0, 1));
+    let mut cfg = scenario(100, QueueLimit::Packets(1000), iid(0.0), vec![f], 5, 0, 1);
+    if let Some(wait) = test_start_wait {
+        cfg.hosts.iperf3_test_start_wait = wait;
+    }
+    let r = run(cfg);
     let c = &r.flows[0].counters;
     (c.start_ns, c.completion_ns)
 }
@@ -38,9 +49,17 @@ fn iperf3_start_up_adds_four_rtts_before_the_first_data() {
         let extra = (syn1 - syn0) as i64 - 3 * rtt as i64;
         assert!((1..=100_000).contains(&extra), "rtt {rtt_ms} ms: {extra} ns off three RTTs");
         // ... and its first data leaves one more round trip after the
-        // SYN-ACK: everything that follows moves by four RTTs.
+        // SYN-ACK and the server's own wait before TEST_START (measured:
+        // 0.5-5.3 ms): everything that follows moves by four RTTs and that.
         let moved = (done1 - done0) as i64 - 4 * rtt as i64;
+        assert!((515_000..=5_297_000 + 150_000).contains(&moved), "rtt {rtt_ms} ms: {moved} ns off four RTTs");
+        // Without that wait, by four RTTs alone.
+        let (_, done2) = transfer_with(rtt_ms, Startup::Iperf3, 0, Some(Dist::Constant { value: 0.0 }));
+        let moved = (done2 - done0) as i64 - 4 * rtt as i64;
         assert!((1..=150_000).contains(&moved), "rtt {rtt_ms} ms: {moved} ns off four RTTs");
+        // A wait of 3 ms moves it by that.
+        let (_, done3) = transfer_with(rtt_ms, Startup::Iperf3, 0, Some(Dist::Constant { value: 3e6 }));
+        assert_eq!(done3 - done2, 3_000_000, "rtt {rtt_ms} ms");
     }
 }
 

@@ -144,7 +144,7 @@ def cca_file_paths(doc: dict, base: Path | None) -> list[Path]:
     return out
 
 
-_HOSTS_KEYS = {"tso", "rx_batching", "rx_hold", "app_reads", "read_wait", "line_rate", "tsq", "write_queue", "tso_defer"}
+_HOSTS_KEYS = {"tso", "rx_batching", "rx_hold", "app_reads", "read_wait", "iperf3_test_start_wait", "line_rate", "tsq", "write_queue", "tso_defer"}
 _TSO_DEFER_RULES = ("ack_due", "half_rtt")
 
 
@@ -164,7 +164,7 @@ def resolve_hosts(table: Any) -> dict:
         if table["tso_defer"] not in _TSO_DEFER_RULES:
             raise ScenarioError("hosts.tso_defer", f"unknown rule {excerpt(table['tso_defer'])}; allowed: {', '.join(_TSO_DEFER_RULES)}")
         out["tso_defer"] = table["tso_defer"]
-    for key in ("rx_hold", "read_wait"):
+    for key in ("rx_hold", "read_wait", "iperf3_test_start_wait"):
         if key in table:
             out[key] = resolve_dist(table[key], parse_duration, f"hosts.{key}")
     if "line_rate" in table:

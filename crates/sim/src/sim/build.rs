@@ -291,7 +291,9 @@ impl Simulation {
                 // The tool's exchange runs over the flow's routes from `start`
                 // and opens the data connection (traffic/iperf3.rs).
                 flow.sender.hold_app();
-                flow.startup = Some(Box::new(Iperf3Exchange::new(f.tcp.hz)));
+                let exchange = Iperf3Exchange::new(f.tcp.hz)
+                    .with_test_start_wait(cfg.hosts.iperf3_test_start_wait.clone(), Rng::stream(flow_seed, "iperf3-test-start"));
+                flow.startup = Some(Box::new(exchange));
             }
             flow.rx = rx_batcher(&cfg.hosts, seed, &format!("rx-hold-{i}"));
             flows.push(flow);

@@ -533,6 +533,11 @@ impl Simulation {
         match x.arrived(now, message) {
             Some(Step::Send(answer)) => self.send_control(id, answer),
             Some(Step::OpenData) => self.open_data_connection(id),
+            Some(Step::Wait) => {
+                if let Some(t) = self.flows[id as usize].startup.as_ref().and_then(|x| x.deadline()) {
+                    self.events.schedule(t, Event::StartupTimer(id));
+                }
+            }
             Some(Step::Release) => {
                 let f = &mut self.flows[id as usize];
                 f.startup = None;
