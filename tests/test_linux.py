@@ -541,6 +541,8 @@ def test_validate_ci_set(tmp_path):
                                             "machine_stalls_1ms", "steal_pct", "softirq_pct"}
     util = [r for r in table if r["metric"] == "utilization"]
     assert all(r["kernel"] > 0.85 and r["sim"] > 0.85 for r in util)
+    # One kernel run a case, and the simulator's default twenty seeds.
+    assert all(r["kernel_runs"] == 1 and r["sim_repetitions"] == 20 for r in util)
     # Both backends' hosts hand their devices super-packets (tcp_tso_autosize
     # allows about 5 segments at 50 Mbit/s) and acknowledge about every second segment.
     for r in table:

@@ -675,8 +675,8 @@ def validate(
     ),
     sim_repetitions: Optional[int] = typer.Option(
         None, "--sim-reps", min=1,
-        help="Simulator seeds per case (default: as many as the kernel's repetitions). The simulator takes seconds per run, so e.g. "
-             "--sim-reps 40 against 5 kernel runs lets the rank test (column p) tell a real difference from run-to-run noise.",
+        help="Simulator seeds per case (default: 20, or the kernel's repetitions if more). The simulator takes seconds per run, so e.g. "
+             "--sim-reps 60 against 5 kernel runs narrows its mean and lets the rank test (column p) tell a real difference from run-to-run noise.",
     ),
 ) -> None:
     """Run a validation suite on the simulator and on a kernel (this machine's or a testbed's), and compare."""
