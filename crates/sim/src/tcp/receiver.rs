@@ -158,7 +158,8 @@ pub struct TcpReceiver {
     /// The batch is one skb (a super-packet a Linux router forwarded whole):
     /// every ACK decision waits for its end, as Linux takes one per skb.
     one_skb: bool,
-    /// This skb's out-of-order data has scheduled its ACK (`one_skb`).
+    /// This skb's out-of-order data has scheduled its ACK (`one_skb`, or a
+    /// run of consecutive segments in a batch).
     skb_ofo_scheduled: bool,
     deferred_ofo: bool,
 
@@ -445,6 +446,12 @@ impl TcpReceiver {
                 self.enter_quickack_mode(2);
             }
         }
+        if self.batching && d.seq != self.last_rx_seq.wrapping_add(1) {
+            // A batch's run of consecutive segments is one skb, as the socket
+            // backlog coalesces them (`tcp_add_backlog`) and GRO merges them;
+            // a segment that does not follow the one before begins the next.
+            self.skb_ofo_scheduled = false;
+        }
         self.last_rx_seq = d.seq;
         self.last_rx_ns = now.0;
         // RFC 7323 / Linux `tcp_replace_ts_recent`: only a segment at the left
@@ -502,10 +509,10 @@ impl TcpReceiver {
             }
             // Linux schedules the ACK once per skb, before its SACK block
             // (which may send the held ACKs and so unschedule it).
-            if !(self.one_skb && self.skb_ofo_scheduled) {
+            if !(self.batching && self.skb_ofo_scheduled) {
                 self.ofo_skbs += 1;
                 self.ack_scheduled = true;
-                self.skb_ofo_scheduled = self.one_skb;
+                self.skb_ofo_scheduled = self.batching;
             }
             if self.ooo.contains(seq) {
                 self.duplicate_segments += 1;
@@ -1280,6 +1287,26 @@ mod tests {
         let a = acks(&out);
         assert_eq!(a.len(), 1);
         assert_eq!((a[0].ack, a[0].sack.as_slice()[0]), (10, SeqRange::new(12, 20)));
+    }
+
+    /// A batch of held packets counts each run of consecutive out-of-order
+    /// segments as one skb, as the socket backlog coalesces them.
+    #[test]
+    fn a_batch_queues_each_run_of_consecutive_segments_as_one_skb() {
+        let mut r = established();
+        let mut out = vec![];
+        r.on_data(Time::from_ms(50), &seg(0), &mut out);
+        // A hole at 1: runs 2-4 and 6-7, each one out-of-order skb.
+        r.begin_batch(false);
+        for i in [2, 3, 4, 6, 7] {
+            r.on_data(Time::from_ms(51), &seg(i), &mut out);
+        }
+        r.end_batch(Time::from_ms(51), &mut out);
+        assert_eq!(r.ofo_skbs, 2);
+        // Outside a batch each segment is an skb of its own.
+        r.on_data(Time::from_ms(52), &seg(9), &mut out);
+        r.on_data(Time::from_ms(52), &seg(10), &mut out);
+        assert_eq!(r.ofo_skbs, 4);
     }
 
     /// An ECN-capable segment, CE-marked or not, with CWR or not.
