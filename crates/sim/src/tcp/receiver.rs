@@ -155,13 +155,17 @@ pub struct TcpReceiver {
     /// backlog (`tcp_backlog_ack_defer`).
     batching: bool,
     ack_deferred: bool,
-    /// The batch is one skb (a super-packet a Linux router forwarded whole):
-    /// every ACK decision waits for its end, as Linux takes one per skb.
+    /// The batch is one skb (a super-packet a Linux router forwarded whole).
     one_skb: bool,
-    /// This skb's out-of-order data has scheduled its ACK (`one_skb`, or a
-    /// run of consecutive segments in a batch).
+    /// This skb's out-of-order data has scheduled its ACK. In a batch an skb
+    /// is `one_skb`'s whole batch or a run of consecutive segments.
     skb_ofo_scheduled: bool,
-    deferred_ofo: bool,
+    /// The current skb's ACK decision, taken once when it ends as Linux takes
+    /// one per skb (`__tcp_ack_snd_check`), and whether it saw out-of-order
+    /// data; `deciding_skb` while that decision runs.
+    skb_check_pending: bool,
+    skb_check_ofo: bool,
+    deciding_skb: bool,
 
     /// The application's wait from data becoming readable to its read
     /// (`set_app_reads`; None: the data is read the instant it arrives).
@@ -263,7 +267,9 @@ impl TcpReceiver {
             ack_deferred: false,
             one_skb: false,
             skb_ofo_scheduled: false,
-            deferred_ofo: false,
+            skb_check_pending: false,
+            skb_check_ofo: false,
+            deciding_skb: false,
             read_wait: None,
             read_due: None,
             copied: 0,
@@ -377,6 +383,13 @@ impl TcpReceiver {
 
     fn on_data(&mut self, now: Time, d: &DataSegment, out: &mut Vec<Packet>) {
         self.complete_handshake(now);
+        if self.batching && d.seq != self.last_rx_seq.wrapping_add(1) {
+            // A batch's run of consecutive segments is one skb, as the socket
+            // backlog coalesces them (`tcp_add_backlog`) and GRO merges them;
+            // a segment that does not follow the one before begins the next.
+            self.finish_skb(now, out);
+            self.skb_ofo_scheduled = false;
+        }
         if self.paws_rejects(d.tsval) {
             // Linux `tcp_validate_incoming`: the segment is discarded and
             // answered at once by `tcp_send_dupack` (D-SACKed and in quick-ACK
@@ -445,12 +458,6 @@ impl TcpReceiver {
                 // Not-ECT after ECT segments: probably a retransmission; ACK quickly.
                 self.enter_quickack_mode(2);
             }
-        }
-        if self.batching && d.seq != self.last_rx_seq.wrapping_add(1) {
-            // A batch's run of consecutive segments is one skb, as the socket
-            // backlog coalesces them (`tcp_add_backlog`) and GRO merges them;
-            // a segment that does not follow the one before begins the next.
-            self.skb_ofo_scheduled = false;
         }
         self.last_rx_seq = d.seq;
         self.last_rx_ns = now.0;
@@ -536,15 +543,25 @@ impl TcpReceiver {
         self.skb_ofo_scheduled = false;
     }
 
-    /// The batch ends: a deferred ACK decision is taken once, for all of it
-    /// (Linux `tcp_release_cb` -> `tcp_ack_snd_check`, or the one
-    /// `__tcp_ack_snd_check` of an skb).
+    /// The batch ends: its last skb's ACK decision, then the immediate ACK
+    /// its skbs deferred is sent once for all of it (Linux `tcp_release_cb`).
     pub fn end_batch(&mut self, now: Time, out: &mut Vec<Packet>) {
+        self.finish_skb(now, out);
         self.batching = false;
         self.one_skb = false;
         if std::mem::take(&mut self.ack_deferred) {
-            let ofo = std::mem::take(&mut self.deferred_ofo);
-            self.ack_snd_check(now, ofo || !self.ooo.is_empty(), out);
+            let ofo = !self.ooo.is_empty();
+            self.ack_snd_check(now, ofo, out);
+        }
+    }
+
+    /// An skb of a batch ends: its one `__tcp_ack_snd_check`.
+    fn finish_skb(&mut self, now: Time, out: &mut Vec<Packet>) {
+        if std::mem::take(&mut self.skb_check_pending) {
+            let ofo = std::mem::take(&mut self.skb_check_ofo) || !self.ooo.is_empty();
+            self.deciding_skb = true;
+            self.ack_snd_check(now, ofo, out);
+            self.deciding_skb = false;
         }
     }
 
@@ -635,9 +652,10 @@ impl TcpReceiver {
         if !self.ack_scheduled {
             return;
         }
-        if self.one_skb {
-            self.ack_deferred = true;
-            self.deferred_ofo |= ofo_possible;
+        if self.batching && !self.deciding_skb {
+            // Inside an skb: one decision when it ends (finish_skb).
+            self.skb_check_pending = true;
+            self.skb_check_ofo |= ofo_possible;
             return;
         }
         // Linux: more than one full segment unacknowledged, and either
@@ -1307,6 +1325,44 @@ mod tests {
         r.on_data(Time::from_ms(52), &seg(9), &mut out);
         r.on_data(Time::from_ms(52), &seg(10), &mut out);
         assert_eq!(r.ofo_skbs, 4);
+    }
+
+    /// Each skb of a batch takes one ACK decision: a run of three segments
+    /// behind a hole is answered by one duplicate ACK, not three (past the
+    /// quick-ACK phase, whose ACKs all wait for the batch's end).
+    #[test]
+    fn a_batch_takes_one_ack_decision_per_run() {
+        let mut r = established();
+        let mut out = vec![];
+        r.on_data(Time::from_ms(50), &seg(0), &mut out);
+        r.quick = 0;
+        out.clear();
+        r.begin_batch(false);
+        for i in [2, 3, 4] {
+            r.on_data(Time::from_ms(51), &seg(i), &mut out);
+        }
+        r.end_batch(Time::from_ms(51), &mut out);
+        let a = acks(&out);
+        assert_eq!(a.len(), 1, "{a:?}");
+        assert_eq!((a[0].ack, a[0].sack.as_slice()[0]), (1, SeqRange::new(2, 5)));
+        // Two runs: two decisions, two duplicate ACKs.
+        out.clear();
+        r.begin_batch(false);
+        for i in [6, 7, 9] {
+            r.on_data(Time::from_ms(52), &seg(i), &mut out);
+        }
+        r.end_batch(Time::from_ms(52), &mut out);
+        assert_eq!(acks(&out).len(), 2, "{:?}", acks(&out));
+        // In the quick-ACK phase the batch's ACKs are one, at its end.
+        let mut r = established();
+        r.on_data(Time::from_ms(50), &seg(0), &mut out);
+        out.clear();
+        r.begin_batch(false);
+        for i in [2, 3, 4, 6, 7, 9] {
+            r.on_data(Time::from_ms(51), &seg(i), &mut out);
+        }
+        r.end_batch(Time::from_ms(51), &mut out);
+        assert_eq!(acks(&out).len(), 1);
     }
 
     /// An ECN-capable segment, CE-marked or not, with CWR or not.
