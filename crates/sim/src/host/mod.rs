@@ -39,9 +39,10 @@ pub struct HostConfig {
     pub gso: bool,
     /// Batched receive processing at the receivers: a data packet reaching an
     /// idle receiver is processed after a hold drawn from `rx_hold`, together
-    /// with every packet that arrived meanwhile, and the batch is acknowledged
-    /// as one (as GRO and the socket backlog make Linux do). Off: each packet
-    /// is processed the instant it arrives.
+    /// with every packet that arrived meanwhile; each run of consecutive
+    /// segments in the batch is one skb with one ACK decision, and the
+    /// immediate ACKs wait for the batch's end (as the socket backlog makes
+    /// Linux do). Off: each packet is processed the instant it arrives.
     #[serde(default)]
     pub rx_batching: bool,
     /// How long a receiver holds the first packet of a batch, in nanoseconds
