@@ -519,10 +519,16 @@ impl Simulation {
             epoch: f.epoch,
             payload: Payload::Control { message: message.index() },
         };
-        if let Some(t) = f.startup.as_ref().and_then(|x| x.deadline()) {
+        self.arm_startup_timer(id);
+        self.enter(pkt);
+    }
+
+    /// Schedules flow `id`'s start-up exchange at its next deadline (a
+    /// resend, or the server's answer after its wait).
+    fn arm_startup_timer(&mut self, id: u32) {
+        if let Some(t) = self.flows[id as usize].startup.as_ref().and_then(|x| x.deadline()) {
             self.events.schedule(t, Event::StartupTimer(id));
         }
-        self.enter(pkt);
     }
 
     /// A start-up message reached its end of flow `id`'s path.
@@ -533,11 +539,7 @@ impl Simulation {
         match x.arrived(now, message) {
             Some(Step::Send(answer)) => self.send_control(id, answer),
             Some(Step::OpenData) => self.open_data_connection(id),
-            Some(Step::Wait) => {
-                if let Some(t) = self.flows[id as usize].startup.as_ref().and_then(|x| x.deadline()) {
-                    self.events.schedule(t, Event::StartupTimer(id));
-                }
-            }
+            Some(Step::Wait) => self.arm_startup_timer(id),
             Some(Step::Release) => {
                 let f = &mut self.flows[id as usize];
                 f.startup = None;

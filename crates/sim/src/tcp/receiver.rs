@@ -162,10 +162,9 @@ pub struct TcpReceiver {
     skb_ofo_scheduled: bool,
     /// The current skb's ACK decision, taken once when it ends as Linux takes
     /// one per skb (`__tcp_ack_snd_check`), and whether it saw out-of-order
-    /// data; `deciding_skb` while that decision runs.
+    /// data.
     skb_check_pending: bool,
     skb_check_ofo: bool,
-    deciding_skb: bool,
 
     /// The application's wait from data becoming readable to its read
     /// (`set_app_reads`; None: the data is read the instant it arrives).
@@ -269,7 +268,6 @@ impl TcpReceiver {
             skb_ofo_scheduled: false,
             skb_check_pending: false,
             skb_check_ofo: false,
-            deciding_skb: false,
             read_wait: None,
             read_due: None,
             copied: 0,
@@ -543,12 +541,13 @@ impl TcpReceiver {
         self.skb_ofo_scheduled = false;
     }
 
-    /// The batch ends: its last skb's ACK decision, then the immediate ACK
-    /// its skbs deferred is sent once for all of it (Linux `tcp_release_cb`).
+    /// The batch ends: its last skb's ACK decision, taken at the batch's
+    /// end (an immediate ACK leaves now), then the immediate ACK earlier skbs
+    /// deferred, once for all of them (Linux `tcp_release_cb`).
     pub fn end_batch(&mut self, now: Time, out: &mut Vec<Packet>) {
-        self.finish_skb(now, out);
         self.batching = false;
         self.one_skb = false;
+        self.finish_skb(now, out);
         if std::mem::take(&mut self.ack_deferred) {
             let ofo = !self.ooo.is_empty();
             self.ack_snd_check(now, ofo, out);
@@ -559,9 +558,9 @@ impl TcpReceiver {
     fn finish_skb(&mut self, now: Time, out: &mut Vec<Packet>) {
         if std::mem::take(&mut self.skb_check_pending) {
             let ofo = std::mem::take(&mut self.skb_check_ofo) || !self.ooo.is_empty();
-            self.deciding_skb = true;
-            self.ack_snd_check(now, ofo, out);
-            self.deciding_skb = false;
+            if self.ack_scheduled {
+                self.decide_ack(now, ofo, out);
+            }
         }
     }
 
@@ -652,12 +651,19 @@ impl TcpReceiver {
         if !self.ack_scheduled {
             return;
         }
-        if self.batching && !self.deciding_skb {
+        if self.batching {
             // Inside an skb: one decision when it ends (finish_skb).
             self.skb_check_pending = true;
             self.skb_check_ofo |= ofo_possible;
             return;
         }
+        self.decide_ack(now, ofo_possible, out);
+    }
+
+    /// The decision itself, with an ACK scheduled: now, delayed, or held
+    /// back by SACK compression; an immediate one inside a batch waits for
+    /// its end (`tcp_backlog_ack_defer`).
+    fn decide_ack(&mut self, now: Time, ofo_possible: bool, out: &mut Vec<Packet>) {
         // Linux: more than one full segment unacknowledged, and either
         // nothing unread (`rcv_nxt - copied_seq < sk_rcvlowat`, 1 byte) or a
         // window not smaller than the last one advertised.

@@ -205,11 +205,13 @@ impl Iperf3Exchange {
                 Step::OpenData
             }
             Message::TestRunning => Step::Release,
-            Message::DataCookie if self.test_start_wait.is_some() => {
-                let (wait, rng) = self.test_start_wait.as_mut().expect("checked");
-                self.answer_due = Some(now + Dur(wait.sample(rng).max(0.0).round() as u64));
-                Step::Wait
-            }
+            Message::DataCookie => match &mut self.test_start_wait {
+                Some((wait, rng)) => {
+                    self.answer_due = Some(now + Dur(wait.sample(rng).max(0.0).round() as u64));
+                    Step::Wait
+                }
+                None => Step::Send(self.send(now, Message::TestRunning)),
+            },
             _ => Step::Send(self.send(now, MESSAGES[i + 1])),
         })
     }
