@@ -34,8 +34,11 @@ def test_defaults_are_a_stock_linux_host():
 
 def test_super_packets_and_stretch_acks_are_recorded():
     offload = ccarena.run(doc()).flows.iloc[0]
-    clockwork = ccarena.run(doc({"tso": False, "app_reads": False})).flows.iloc[0]
+    clockwork = ccarena.run(doc({"tso": False, "gso": False, "app_reads": False})).flows.iloc[0]
     assert clockwork.skbs_sent == clockwork.segments_sent
+    assert Scenario.from_dict(doc({"tso": False, "gso": False})).engine["hosts"] == {"tso": False, "gso": False}
+    with pytest.raises(ScenarioError, match="hosts.gso"):
+        Scenario.from_dict(doc({"gso": "no"}))
     # tcp_tso_autosize: about 10 segments at 100 Mbit/s.
     assert 4 < offload.segments_sent / offload.skbs_sent <= 12
     # Data read as it arrives: an ACK every second segment.
@@ -107,6 +110,21 @@ def test_receivers_acknowledge_at_the_applications_reads():
         Scenario.from_dict(doc({"app_reads": "yes"}))
     with pytest.raises(ScenarioError, match="hosts.read_wait"):
         Scenario.from_dict(doc({"app_reads": True, "read_wait": "3 parsecs"}))
+
+
+def test_a_read_takes_at_most_read_size():
+    # 5 ms reads at 400 Mbit/s gather up to 250 KB: with iperf3's 128 KB
+    # block such a read is two, the second about 16 us after the first.
+    slow = {"read_wait": "5ms"}
+    blocks = ccarena.run(doc(slow, rate="400Mbps")).flows.iloc[0]
+    whole = ccarena.run(doc({**slow, "read_size": "1GB"}, rate="400Mbps")).flows.iloc[0]
+    assert Scenario.from_dict(doc({"read_size": "64KB"})).engine["hosts"] == {"read_size": 64_000}
+    # Each read's tcp_cleanup_rbuf decides on an ACK of its own.
+    assert blocks.acks_sent / blocks.segments_sent > 1.5 * whole.acks_sent / whole.segments_sent
+    with pytest.raises(ScenarioError, match="hosts.read_size"):
+        Scenario.from_dict(doc({"read_size": "0B"}))
+    with pytest.raises(ScenarioError, match="hosts.read_again_wait"):
+        Scenario.from_dict(doc({"read_again_wait": "soon"}))
 
 
 def test_the_older_kernels_deferral_rule_builds_larger_skbs():

@@ -26,7 +26,10 @@ reports what the host model of the simulator is built from:
 * with `--reads`, the receiving application's reads (perf's tracepoints
   `sock:sock_recv_length` and `tcp:tcp_rcv_space_adjust` of the first
   flow's iperf3 server, aligned with the receiver's capture): reads per data
-  segment, segments per read, how long data waits between reaching the
+  segment, the bytes each read returned (and how many came in reads of
+  iperf3's whole block, and how soon such a read is followed by the next:
+  what `hosts.read_size` and `hosts.read_again_wait` are fitted to),
+  segments per read, how long data waits between reaching the
   receiver and the read that takes it, and how soon after each ACK a read
   returns, against arbitrary instants (with the window test of `__tcp_ack_snd_check`, a Linux
   receiver whose window has grown acknowledges in-order data when the
@@ -662,7 +665,21 @@ def application_reads(receiver: Path, script: str, offset_ns: int, data_port: in
                 out.append((done[k] - t) / 1000)
         return out
 
+    # iperf3 asks for its block (128 KB by default) per read: a read that
+    # returns that much left data behind, and the next follows at once.
+    lengths = sorted((t, n) for t, n, _ in reads[sk] if n > 0 and t0 <= t <= t1)
+    block = max((n for _, n in lengths), default=0)
+    full = [k for k, (_, n) in enumerate(lengths) if n == block]
+    after_full = [(lengths[k + 1][0] - lengths[k][0]) / 1000 for k in full if k + 1 < len(lengths)]
+    read_bytes = sum(n for _, n in lengths)
     return {
+        "read_bytes": percentiles([n for _, n in lengths], (10, 25, 50, 75, 90, 99)),
+        "largest_read_bytes": block,
+        "reads_of_the_largest_size": round(len(full) / len(lengths), 4) if lengths else None,
+        "bytes_in_reads_of_the_largest_size": round(block * len(full) / read_bytes, 4) if read_bytes else None,
+        "largest_read_to_next_read_us": percentiles(after_full, (10, 25, 50, 75, 90, 99)),
+        # What `hosts.read_again_wait` is fitted to.
+        "largest_read_to_next_read_as_distribution": as_distribution(after_full),
         "reads_per_data_segment": round(len(done) / total_segments, 4) if total_segments else None,
         "acks_per_data_segment": round(len(acks) / total_segments, 4) if total_segments else None,
         "segments_per_read": percentiles(per_read, (10, 25, 50, 75, 90, 99)),

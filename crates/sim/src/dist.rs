@@ -286,6 +286,11 @@ impl Sampler {
             ref d => d.sample(rng),
         }
     }
+
+    /// A draw as a duration: whole nanoseconds, never negative.
+    pub fn draw_ns(&self, rng: &mut Rng) -> u64 {
+        self.sample(rng).max(0.0).round() as u64
+    }
 }
 
 fn check_empirical(values: &[f64], probabilities: &[f64]) -> Result<(), ConfigError> {

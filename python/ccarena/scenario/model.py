@@ -144,7 +144,7 @@ def cca_file_paths(doc: dict, base: Path | None) -> list[Path]:
     return out
 
 
-_HOSTS_KEYS = {"tso", "rx_batching", "rx_hold", "app_reads", "read_wait", "iperf3_test_start_wait", "line_rate", "tsq", "write_queue", "tso_defer"}
+_HOSTS_KEYS = {"tso", "gso", "rx_batching", "rx_hold", "app_reads", "read_wait", "read_size", "read_again_wait", "iperf3_test_start_wait", "line_rate", "tsq", "write_queue", "tso_defer"}
 _TSO_DEFER_RULES = ("ack_due", "half_rtt")
 
 
@@ -155,7 +155,7 @@ def resolve_hosts(table: Any) -> dict:
         raise ScenarioError("hosts", "must be a table such as { tso = false }")
     check_keys(table, _HOSTS_KEYS, "hosts")
     out: dict = {}
-    for key in ("tso", "rx_batching", "app_reads", "tsq", "write_queue"):
+    for key in ("tso", "gso", "rx_batching", "app_reads", "tsq", "write_queue"):
         if key in table:
             if not isinstance(table[key], bool):
                 raise ScenarioError(f"hosts.{key}", f"must be true or false, got {excerpt(table[key])}")
@@ -164,9 +164,13 @@ def resolve_hosts(table: Any) -> dict:
         if table["tso_defer"] not in _TSO_DEFER_RULES:
             raise ScenarioError("hosts.tso_defer", f"unknown rule {excerpt(table['tso_defer'])}; allowed: {', '.join(_TSO_DEFER_RULES)}")
         out["tso_defer"] = table["tso_defer"]
-    for key in ("rx_hold", "read_wait", "iperf3_test_start_wait"):
+    for key in ("rx_hold", "read_wait", "read_again_wait", "iperf3_test_start_wait"):
         if key in table:
             out[key] = resolve_dist(table[key], parse_duration, f"hosts.{key}")
+    if "read_size" in table:
+        out["read_size"] = unit(parse_size, table["read_size"], "hosts.read_size")
+        if out["read_size"] <= 0:
+            raise ScenarioError("hosts.read_size", "must be positive, e.g. \"128KB\"")
     if "line_rate" in table:
         out["line_rate"] = unit(parse_rate, table["line_rate"], "hosts.line_rate")
         if out["line_rate"] <= 0:

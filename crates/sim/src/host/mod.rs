@@ -64,6 +64,18 @@ pub struct HostConfig {
     /// measured on the linux backend).
     #[serde(default = "default_read_wait")]
     pub read_wait: Dist,
+    /// The most one read of the receiving application takes, in bytes
+    /// (default: iperf3's block for TCP, 128 KB, its `-l`). With more
+    /// readable it reads again after `read_again_wait`.
+    #[serde(default = "default_read_size")]
+    #[schema(positive, kind = "bytes", unit = "bytes")]
+    pub read_size: u64,
+    /// How soon the receiving application reads again after a read that
+    /// took a full `read_size` (iperf3's loop: the next read's copy and its
+    /// system calls), in nanoseconds (default: measured on the linux
+    /// backend).
+    #[serde(default = "default_read_again_wait")]
+    pub read_again_wait: Dist,
     /// How long an iperf3 server takes to answer the data connection's
     /// cookie with TEST_START (`startup = "iperf3"`), in nanoseconds beyond
     /// the round trip (default: measured on this project's machine, idle).
@@ -127,6 +139,26 @@ fn default_read_wait() -> Dist {
 const READ_WAIT_US: [f64; 13] = [2.2, 15.8, 22.1, 28.4, 41.6, 69.3, 137.6, 272.9, 932.5, 2501.9, 2903.0, 6691.6, 7874.4];
 const READ_WAIT_PROBABILITIES: [f64; 13] = [0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.97, 0.99, 0.999, 0.9995, 0.9999, 1.0];
 
+/// iperf3's default block for TCP (`DEFAULT_TCP_BLKSIZE`, 128 KB): what its
+/// server asks for per read.
+fn default_read_size() -> u64 {
+    128 * 1024
+}
+
+/// From a read of a full 128 KB block to iperf3's next read of the same
+/// socket, two BIC flows at 400 Mbit/s, 20 ms, 10 ms of buffer, offloads on,
+/// on the linux backend (2026-11-29, `python tools/kernel_host_timing.py
+/// --cca bic --rate 400Mbps --rtt 20ms --flows 2 --buffer 500000B --seconds
+/// 30 --reads --captures receiver`, `largest_read_to_next_read_as_distribution`:
+/// 1,619 full reads, 27 % of the bytes; a second run gave p50 16.9 us, p90
+/// 97.5 us).
+fn default_read_again_wait() -> Dist {
+    Dist::empirical_us(&READ_AGAIN_US, &READ_AGAIN_PROBABILITIES)
+}
+
+const READ_AGAIN_US: [f64; 13] = [3.3, 7.7, 10.9, 16.5, 33.2, 96.5, 162.2, 206.6, 314.4, 423.1, 481.4, 684.9, 684.9];
+const READ_AGAIN_PROBABILITIES: [f64; 13] = [0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.97, 0.99, 0.999, 0.9995, 0.9999, 1.0];
+
 /// iperf3's server from the data connection's cookie to TEST_START, beyond
 /// the round trip: 32 start-ups on an idle path at RTTs of 10, 20, 40 and 80
 /// ms (2026-11-29, `sudo .venv/bin/python tools/iperf3_startup.py --rtt 10ms
@@ -149,6 +181,8 @@ impl Default for HostConfig {
             rx_hold: default_rx_hold(),
             app_reads: true,
             read_wait: default_read_wait(),
+            read_size: default_read_size(),
+            read_again_wait: default_read_again_wait(),
             iperf3_test_start_wait: default_iperf3_test_start_wait(),
             line_rate: None,
             tsq: true,

@@ -35,7 +35,7 @@ impl RxBatcher {
         if self.due.is_some() {
             return None;
         }
-        let hold = self.hold.sample(&mut self.rng).max(0.0).round() as u64;
+        let hold = self.hold.draw_ns(&mut self.rng);
         let due = Time(now.0 + hold);
         self.due = Some(due);
         Some(due)

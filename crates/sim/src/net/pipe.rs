@@ -123,7 +123,7 @@ impl Pipe {
         // A delay that shrank (path change) must not reorder: keep arrivals monotonic.
         let mut arrival = sent + self.delay;
         if let Some((noise, rng)) = &mut self.noise {
-            arrival = arrival + Dur(noise.sample(rng).max(0.0).round() as u64);
+            arrival = arrival + Dur(noise.draw_ns(rng));
         }
         if let Some(&(last, _)) = self.in_flight.back() {
             arrival = arrival.max(last);

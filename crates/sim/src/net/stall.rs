@@ -49,7 +49,7 @@ impl Stalls {
     /// Draws the stall after the current one (the first from time zero).
     fn draw_next(&mut self) {
         self.start = self.end + Dur(Dist::Exponential { mean: self.every_ns }.sample(&mut self.rng).round() as u64);
-        self.end = self.start + Dur(self.duration.sample(&mut self.rng).max(0.0).round() as u64);
+        self.end = self.start + Dur(self.duration.draw_ns(&mut self.rng));
     }
 
     /// The current or next stall, as [start, end).

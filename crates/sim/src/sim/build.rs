@@ -8,7 +8,7 @@
 use super::{route, DelayedLeg, Flow, Hop, Route, Simulation, UdpFlow, WebRoutes, WebSlot, WebSource};
 use crate::cc::{make_cca, CcaFactory, CongestionControl};
 use crate::config::{ConfigError, SimConfig, Startup};
-use crate::dist::Dist;
+use crate::dist::{Dist, Sampler};
 use crate::event::{Event, EventQueue};
 use crate::host::rx::RxBatcher;
 use crate::host::tso::WriteQueue;
@@ -22,7 +22,7 @@ use crate::net::pipe::Pipe;
 use crate::net::qdisc::build_qdisc;
 use crate::records::QueueSeries;
 use crate::rng::Rng;
-use crate::tcp::receiver::TcpReceiver;
+use crate::tcp::receiver::{AppReads, TcpReceiver};
 use crate::tcp::sender::TcpSender;
 use crate::tcp::TcpConfig;
 use crate::traffic::iperf3::Iperf3Exchange;
@@ -182,7 +182,13 @@ fn endpoints(
     }
     receiver.set_window_phase(Rng::stream(flow_seed, "rcv-window"));
     if hosts.app_reads {
-        receiver.set_app_reads(hosts.read_wait.clone(), Rng::stream(flow_seed, "app-reads"));
+        receiver.set_app_reads(AppReads {
+            wait: Sampler::new(hosts.read_wait.clone()),
+            rng: Rng::stream(flow_seed, "app-reads"),
+            block: hosts.read_size,
+            again: Sampler::new(hosts.read_again_wait.clone()),
+            again_rng: Rng::stream(flow_seed, "app-reads-again"),
+        });
     }
     (sender, receiver)
 }

@@ -22,7 +22,10 @@
 //!   is not smaller than the last one (`__tcp_ack_snd_check`'s
 //!   `__tcp_select_window() >= rcv_wnd`), otherwise when the application
 //!   reads it (`tcp_cleanup_rbuf`) or at the delayed-ACK timer; out-of-order
-//!   data, a filled hole and quick-ACK mode are answered at once. Once the
+//!   data, a filled hole and quick-ACK mode are answered at once. A read
+//!   takes at most the application's block (iperf3's 128 KB), and with more
+//!   readable (a filled hole releases up to a window) the next read follows
+//!   after a measured wait, each deciding on its own ACK. Once the
 //!   window has grown to its clamp (and `rcv_ssthresh` with it, as `ss`
 //!   shows on the linux backend's receivers) the window is the free space:
 //!   the buffer less what is queued, unread and out of order, rounded up to
@@ -36,7 +39,7 @@ use super::accecn;
 use super::config::TcpConfig;
 use super::seqset::SeqSet;
 use super::ts_clock;
-use crate::dist::{Dist, Sampler};
+use crate::dist::Sampler;
 use crate::event::TimerKind;
 use crate::rng::Rng;
 use crate::packet::{AckExt, AckSegment, DataSegment, Packet, Payload, SackBlocks, SeqRange, Split32, MAX_SACK_BLOCKS, SYN_BYTES};
@@ -74,6 +77,19 @@ const FASTRETRANS_THRESH: u32 = 3;
 const COMP_SACK_NR: u32 = 44;
 /// net.ipv4.tcp_comp_sack_delay_ns (1 ms).
 const COMP_SACK_DELAY_NS: u64 = 1_000_000;
+
+/// How the receiving application reads (`TcpReceiver::set_app_reads`).
+pub struct AppReads {
+    /// From data becoming readable to the read that takes it (its wake-up
+    /// and the scheduler's delay).
+    pub wait: Sampler,
+    pub rng: Rng,
+    /// The most one read takes, in bytes (iperf3's block, `-l`).
+    pub block: u64,
+    /// From a read that took a full block to the next read.
+    pub again: Sampler,
+    pub again_rng: Rng,
+}
 
 pub struct TcpReceiver {
     pub flow: u32,
@@ -166,14 +182,17 @@ pub struct TcpReceiver {
     skb_check_pending: bool,
     skb_check_ofo: bool,
 
-    /// The application's wait from data becoming readable to its read
-    /// (`set_app_reads`; None: the data is read the instant it arrives).
-    read_wait: Option<(Sampler, Rng)>,
+    /// The application's reads (`set_app_reads`; None: the data is read the
+    /// instant it arrives).
+    reads: Option<AppReads>,
     /// When the application reads next (Linux `tcp_recvmsg` returning).
     read_due: Option<Time>,
     /// Linux copied_seq: the application has read everything below it
     /// (with `set_app_reads`).
     copied: u32,
+    /// Bytes of segment `copied` a read has already taken (a read of a
+    /// block ends inside a segment).
+    copied_bytes_into: u32,
     /// The window scale's unit in bytes (1 << rcv_wscale).
     window_unit: u32,
     /// Where the free space with nothing queued falls within a window-scale
@@ -268,9 +287,10 @@ impl TcpReceiver {
             skb_ofo_scheduled: false,
             skb_check_pending: false,
             skb_check_ofo: false,
-            read_wait: None,
+            reads: None,
             read_due: None,
             copied: 0,
+            copied_bytes_into: 0,
             window_unit,
             window_phase: window_unit,
             rcv_wnd: EMPTY_WINDOW,
@@ -311,8 +331,8 @@ impl TcpReceiver {
     /// scheduler's delay; measured on the kernel, docs/fidelity.md), and
     /// the in-order ACKs wait for its reads when the window would shrink
     /// (module doc).
-    pub fn set_app_reads(&mut self, wait: Dist, rng: Rng) {
-        self.read_wait = Some((Sampler::new(wait), rng));
+    pub fn set_app_reads(&mut self, reads: AppReads) {
+        self.reads = Some(reads);
     }
 
     fn payload(&self, seq: u32) -> u64 {
@@ -744,7 +764,7 @@ impl TcpReceiver {
     /// the instant data arrives).
     #[inline]
     fn unread(&self) -> u32 {
-        if self.read_wait.is_some() {
+        if self.reads.is_some() {
             self.rcv_nxt.wrapping_sub(self.copied)
         } else {
             0
@@ -775,23 +795,37 @@ impl TcpReceiver {
     /// already due to read, wakes up and reads after its wait.
     #[inline]
     fn data_readable(&mut self, now: Time) {
-        let Some((wait, rng)) = &mut self.read_wait else { return };
+        let Some(reads) = &mut self.reads else { return };
         if self.read_due.is_none() {
-            let ns = wait.sample(rng).max(0.0).round() as u64;
-            self.read_due = Some(Time(now.0 + ns));
+            self.read_due = Some(Time(now.0 + reads.wait.draw_ns(&mut reads.rng)));
         }
     }
 
-    /// The application reads everything readable; Linux `tcp_cleanup_rbuf`
-    /// then acknowledges if more than one full segment is unacknowledged, or
-    /// if a pushed segment (a short one, or a full one with PSH) was among
-    /// what it read and the buffer is empty (`sk_rmem_alloc`: no
-    /// out-of-order data either); otherwise a single full segment is left to
-    /// the delayed-ACK timer.
+    /// The application reads what is readable, at most its block (iperf3's
+    /// `-l`); with more left it reads again after `AppReads::again`. Linux
+    /// `tcp_cleanup_rbuf` then acknowledges if more than one full segment
+    /// is unacknowledged, or if a pushed segment (a short one, or a full one
+    /// with PSH) was among what it read and the buffer is empty
+    /// (`sk_rmem_alloc`: nothing unread, no out-of-order data); otherwise a
+    /// single full segment is left to the delayed-ACK timer.
     fn app_read(&mut self, now: Time, out: &mut Vec<Packet>) {
         self.read_due = None;
-        self.copied = self.rcv_nxt;
-        if self.ack_scheduled && (self.more_than_one_segment_unacked() || (self.pushed && self.ooo.is_empty())) {
+        let Some(reads) = &mut self.reads else { return };
+        let mss = self.mss as u64;
+        let readable = self.rcv_nxt.wrapping_sub(self.copied) as u64 * mss - self.copied_bytes_into as u64;
+        if readable <= reads.block {
+            self.copied = self.rcv_nxt;
+            self.copied_bytes_into = 0;
+        } else {
+            // A full block read: the segment it ends in stays charged to
+            // the buffer until read whole (Linux frees an skb's memory when
+            // it is consumed), and iperf3's loop reads again at once.
+            let upto = self.copied_bytes_into as u64 + reads.block;
+            self.copied = self.copied.wrapping_add((upto / mss) as u32);
+            self.copied_bytes_into = (upto % mss) as u32;
+            self.read_due = Some(Time(now.0 + reads.again.draw_ns(&mut reads.again_rng)));
+        }
+        if self.ack_scheduled && (self.more_than_one_segment_unacked() || (self.pushed && self.queued() == 0)) {
             self.send_ack(now, out);
         }
     }
@@ -1002,6 +1036,7 @@ impl TcpReceiver {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::dist::Dist;
 
     fn seg(seq: u32) -> DataSegment {
         DataSegment { seq, payload: 1448, tsval: seq + 1, retransmission: false, ce: false, ect: false, ect1: false, cwr: false, psh: false, gso: Default::default() }
@@ -1127,12 +1162,24 @@ mod tests {
         assert!(a.iter().all(|a| a.ack == 0 && a.sack.n == 0));
     }
 
+    /// Reads `wait_ns` after data becomes readable, at most `block` bytes
+    /// each, again 10 us after a full block.
+    fn reads_after(wait_ns: u64, block: u64) -> AppReads {
+        AppReads {
+            wait: Sampler::new(Dist::Constant { value: wait_ns as f64 }),
+            rng: Rng::stream(1, "t"),
+            block,
+            again: Sampler::new(Dist::Constant { value: 10_000.0 }),
+            again_rng: Rng::stream(1, "again"),
+        }
+    }
+
     /// A receiver past quick-ACK mode whose application reads 100 us after
     /// data becomes readable; the empty buffer's window at the bottom of its
     /// window-scale unit, so that any queued segment shrinks it.
     fn reading_after_100us() -> TcpReceiver {
         let mut r = established();
-        r.set_app_reads(Dist::Constant { value: 100_000.0 }, Rng::stream(1, "t"));
+        r.set_app_reads(reads_after(100_000, u64::MAX));
         r.window_phase = 1;
         past_quick_acks(&mut r);
         r
@@ -1223,6 +1270,33 @@ mod tests {
         assert!(r.delack_timer.is_some());
     }
 
+    /// iperf3 asks for one block per read: with more readable, a read takes
+    /// a block (ending inside a segment, which stays unread until read
+    /// whole) and the next follows after `again`, until the rest fits.
+    #[test]
+    fn a_read_takes_at_most_a_block_and_the_next_follows() {
+        let mut r = reading_after_100us();
+        r.set_app_reads(reads_after(100_000, 3_620)); // two and a half segments
+        let mut out = vec![];
+        let t0 = Time::from_ms(100);
+        for i in 0..6u32 {
+            r.on_data(Time(t0.0 + i as u64 * 10_000), &seg(i), &mut out);
+        }
+        assert!(acks(&out).is_empty());
+        r.on_timer(Time(t0.0 + 100_000), TimerKind::DelAck, &mut out);
+        assert_eq!(acks(&out).iter().map(|a| a.ack).collect::<Vec<_>>(), vec![6], "the first read acknowledges what arrived");
+        assert_eq!((r.copied, r.copied_bytes_into), (2, 724));
+        assert_eq!(r.unread(), 4, "the segment the read ended in is still charged");
+        assert_eq!(r.read_due, Some(Time(t0.0 + 110_000)));
+        out.clear();
+        r.on_timer(Time(t0.0 + 110_000), TimerKind::DelAck, &mut out);
+        assert_eq!((r.copied, r.copied_bytes_into), (5, 0), "724 + 3,620 bytes: three segments exactly");
+        assert_eq!(r.read_due, Some(Time(t0.0 + 120_000)));
+        r.on_timer(Time(t0.0 + 120_000), TimerKind::DelAck, &mut out);
+        assert_eq!((r.copied, r.read_due), (6, None), "the rest fits one read");
+        assert!(acks(&out).is_empty(), "nothing new to acknowledge");
+    }
+
     /// Since Linux 6.6 a full segment with PSH (the last of a super-packet,
     /// the end of a write) is acknowledged by the read that empties the
     /// buffer; the same segment without PSH waits for the delayed-ACK timer.
@@ -1252,7 +1326,7 @@ mod tests {
         let mut r = TcpReceiver::new(0, &TcpConfig::default(), Some(3 * 1448 + 100));
         let mut out = vec![];
         r.on_packet(Time::ZERO, &Packet { flow: 0, wire_bytes: 60, reverse: false, hop: 0, epoch: 0, payload: Payload::Syn { tsval: 1 } }, &mut out);
-        r.set_app_reads(Dist::Constant { value: 100_000.0 }, Rng::stream(1, "t"));
+        r.set_app_reads(reads_after(100_000, u64::MAX));
         r.window_phase = 1;
         past_quick_acks(&mut r);
         let t0 = Time::from_ms(100);

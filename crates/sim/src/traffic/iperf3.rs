@@ -207,7 +207,7 @@ impl Iperf3Exchange {
             Message::TestRunning => Step::Release,
             Message::DataCookie => match &mut self.test_start_wait {
                 Some((wait, rng)) => {
-                    self.answer_due = Some(now + Dur(wait.sample(rng).max(0.0).round() as u64));
+                    self.answer_due = Some(now + Dur(wait.draw_ns(rng)));
                     Step::Wait
                 }
                 None => Step::Send(self.send(now, Message::TestRunning)),
