@@ -22,7 +22,9 @@ reports what the host model of the simulator is built from:
 * the router's stalls (the same captures): when tbf released nothing
   although a packet was waiting for it and its tokens (how often, how
   long), and how many skbs of how many flows each overflow of its queue
-  took; what `network.router_stalls` is fitted to;
+  took (the skbs dropped whole, their sizes, and the share of each
+  overflow's the flow that lost more took); what `network.router_stalls`
+  is fitted to;
 * with `--reads`, the receiving application's reads (perf's tracepoints
   `sock:sock_recv_length` and `tcp:tcp_rcv_space_adjust` of the first
   flow's iperf3 server, aligned with the receiver's capture): reads per data
@@ -458,12 +460,13 @@ def router_stalls(btl: Path, arrivals: list[Path], tbf_rate_bps: int, min_stall_
     skip, end = start + span // 10, start + span - span // 10
     # The queue's backlog (bytes) over time, from each admitted skb's arrival
     # and departure.
-    changes, drops = [], []
-    for t, flow, key, size, _ in arriving:
+    changes, drops, dropped_segments = [], [], []
+    for t, flow, key, size, segs in arriving:
         left = departed.get((flow, key))
         if left is None:
             if skip <= t < end:
                 drops.append((t, flow))
+                dropped_segments.append(segs)
             continue
         changes += [(t, size), (max(t, left), -size)]
     changes.sort()
@@ -501,7 +504,20 @@ def router_stalls(btl: Path, arrivals: list[Path], tbf_rate_bps: int, min_stall_
             "count": len(overflows),
             "skbs_each": round(sum(len(o) for o in overflows) / len(overflows), 2),
             "share_hitting_several_flows": round(sum(len({f for _, f in o}) > 1 for o in overflows) / len(overflows), 3),
+            # The skbs dropped whole, in segments (an skb tbf split and
+            # dropped in part is not counted: some of it departed).
+            "dropped_skb_segments": percentiles(dropped_segments, (25, 50, 75, 90)),
+            "dropped_single_segments": round(sum(n == 1 for n in dropped_segments) / len(dropped_segments), 3),
         }
+        # Per overflow, the share of its dropped skbs that the flow with
+        # more of them lost, and of its dropped segments.
+        flows_of = sorted({f for _, f in drops})
+        if len(flows_of) == 2:
+            share_skbs = []
+            for o in overflows:
+                counts = [sum(1 for _, f in o if f == x) for x in flows_of]
+                share_skbs.append(max(counts) / sum(counts))
+            out["overflows"]["larger_loser_share_of_skbs"] = percentiles(share_skbs, (25, 50, 75))
     return out
 
 
