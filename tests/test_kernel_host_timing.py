@@ -161,7 +161,14 @@ def test_router_stalls_finds_tbf_holding_a_waiting_packet_and_counts_what_overfl
     assert out["duration_us"]["p50"] == pytest.approx(1000, abs=1)
     assert out["per_second"] == pytest.approx(1 / out["observed_s"], rel=0.01)
     assert out["per_second_above_us"]["500"] == out["per_second"] and out["per_second_above_us"]["1000"] == 0
-    assert out["overflows"] == {"count": 2, "skbs_each": 1.5, "share_hitting_several_flows": 0.5}
+    overflows = out["overflows"]
+    assert {k: overflows[k] for k in ("count", "skbs_each", "share_hitting_several_flows")} == {"count": 2, "skbs_each": 1.5, "share_hitting_several_flows": 0.5}
+    # The three skbs dropped whole, 10 segments each; the first overflow
+    # split evenly between the flows, the second all one flow's.
+    assert overflows["dropped_skb_segments"]["n"] == 3 and overflows["dropped_skb_segments"]["p50"] == 10
+    assert overflows["dropped_single_segments"] == 0.0
+    shares = overflows["larger_loser_share_of_skbs"]
+    assert shares["n"] == 2 and shares["mean"] == pytest.approx(0.75)
     # Without the stall, nothing is found.
     write_pcap(tmp_path / "btl.pcap", [(t - (1_000_000 if i >= 600 else 0), d) for i, (t, d) in enumerate(btl)])
     assert kht.router_stalls(tmp_path / "btl.pcap", [tmp_path / "s0.pcap", tmp_path / "s1.pcap"], rate)["duration_us"] == {"n": 0}
