@@ -509,15 +509,11 @@ def router_stalls(btl: Path, arrivals: list[Path], tbf_rate_bps: int, min_stall_
             "dropped_skb_segments": percentiles(dropped_segments, (25, 50, 75, 90)),
             "dropped_single_segments": round(sum(n == 1 for n in dropped_segments) / len(dropped_segments), 3),
         }
-        # Per overflow, the share of its dropped skbs that the flow with
-        # more of them lost, and of its dropped segments.
-        flows_of = sorted({f for _, f in drops})
-        if len(flows_of) == 2:
-            share_skbs = []
-            for o in overflows:
-                counts = [sum(1 for _, f in o if f == x) for x in flows_of]
-                share_skbs.append(max(counts) / sum(counts))
-            out["overflows"]["larger_loser_share_of_skbs"] = percentiles(share_skbs, (25, 50, 75))
+        # Per overflow of a two-flow run, the share of its dropped skbs that
+        # the flow with more of them lost.
+        if len({f for _, f in drops}) == 2:
+            shares = [max(collections.Counter(f for _, f in o).values()) / len(o) for o in overflows]
+            out["overflows"]["larger_loser_share_of_skbs"] = percentiles(shares, (25, 50, 75))
     return out
 
 
@@ -651,15 +647,16 @@ def application_reads(receiver: Path, script: str, offset_ns: int, data_port: in
     if not bytes_of or max(bytes_of.values()) == 0:
         return {"error": "no reads of the first flow's socket in perf's record"}
     sk = max(bytes_of, key=bytes_of.__getitem__)
-    done = sorted(t for t, n, _ in reads[sk] if n > 0)
     # Steady state only: from 2 s after the first data to 0.5 s before the last.
     t0, t1 = data_in[0][0] + 2_000_000_000, data_in[-1][0] - 500_000_000
+    # Each read's return and its bytes.
+    lengths = sorted((t, n) for t, n, _ in reads[sk] if n > 0 and t0 <= t <= t1)
+    done = [t for t, _ in lengths]
     arrivals, segs = [], []
     for t, f in data_in:
         if t0 <= t <= t1:
             arrivals.append(t)
             segs.append(segments(f[1]))
-    done = [t for t in done if t0 <= t <= t1]
     acks = [t for t in acks_out if t0 <= t <= t1]
     total_segments = sum(segs)
     cumulative = list(itertools.accumulate(segs))
@@ -683,7 +680,6 @@ def application_reads(receiver: Path, script: str, offset_ns: int, data_port: in
 
     # iperf3 asks for its block (128 KB by default) per read: a read that
     # returns that much left data behind, and the next follows at once.
-    lengths = sorted((t, n) for t, n, _ in reads[sk] if n > 0 and t0 <= t <= t1)
     block = max((n for _, n in lengths), default=0)
     full = [k for k, (_, n) in enumerate(lengths) if n == block]
     after_full = [(lengths[k + 1][0] - lengths[k][0]) / 1000 for k in full if k + 1 < len(lengths)]

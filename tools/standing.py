@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import fnmatch
 import json
+import math
 import tempfile
 from pathlib import Path
 
@@ -88,8 +89,14 @@ def case_key(stored: dict, case: str) -> str:
 def has_value(row, column: str) -> bool:
     """A table row has a number in `column` (NaN where the set has none,
     e.g. sets stored before the column existed)."""
-    v = float(row.get(column, float("nan")))
-    return v == v
+    return not math.isnan(float(row.get(column, float("nan"))))
+
+
+def held_mean(rows: list, column: str) -> float:
+    """`column`'s mean over table rows, each weighted by its held kernel
+    runs; NaN without any."""
+    held = sum(int(r["repetitions"]) for r in rows)
+    return sum(float(r[column]) * int(r["repetitions"]) for r in rows) / held if held else float("nan")
 
 
 def pooled_rows(tables: list[tuple[Path, object]]) -> list[dict]:
@@ -109,21 +116,19 @@ def pooled_rows(tables: list[tuple[Path, object]]) -> list[dict]:
         if len(members) < 2:
             continue
         held = sum(int(r["repetitions"]) for _, r in members)
-        kernel = sum(float(r["kernel"]) * int(r["repetitions"]) for _, r in members) / held
+        kernel = held_mean([r for _, r in members], "kernel")
         set_means = [float(r["kernel"]) for _, r in members]
         sim = float(members[0][1]["sim"])
         factor = ratio_factor(sim, kernel)
         # The runs from the kernel's starts and stalls are one per kernel run:
         # pooled like the kernel's, over the sets that have them.
         paired = [r for _, r in members if has_value(r, "sim_kernel_starts")]
-        paired_held = sum(int(r["repetitions"]) for r in paired)
-        from_starts = sum(float(r["sim_kernel_starts"]) * int(r["repetitions"]) for r in paired) / paired_held if paired_held else float("nan")
-        kernel_of_paired = sum(float(r["kernel"]) * int(r["repetitions"]) for r in paired) / paired_held if paired_held else float("nan")
+        from_starts = held_mean(paired, "sim_kernel_starts")
         rows.append({"case": str(members[0][1]["case"]), "sets": [name for name, _ in members], "held_runs": held,
                      "kernel": round(kernel, 3), "kernel_set_min": round(min(set_means), 3),
                      "kernel_set_max": round(max(set_means), 3), "sim": round(sim, 3), "factor": round(factor, 2),
                      "sim_kernel_starts": round(from_starts, 3),
-                     "factor_kernel_starts": round(ratio_factor(from_starts, kernel_of_paired), 2) if paired_held else float("nan")})
+                     "factor_kernel_starts": round(ratio_factor(from_starts, held_mean(paired, "kernel")), 2)})
     return sorted(rows, key=lambda r: r["case"])
 
 
@@ -141,7 +146,7 @@ def pooled_markdown(rows: list[dict]) -> str:
                      f"({r['kernel_set_min']:.3f}-{r['kernel_set_max']:.3f}) | {r['sim']:.3f} | {bold(r['factor'])} "
                      f"| {shown(from_starts, '{:.3f}')} | {bold(r.get('factor_kernel_starts', float('nan')))} |")
     within = sum(r["factor"] <= RATIO_FACTOR_LIMIT for r in rows)
-    paired = [r["factor_kernel_starts"] for r in rows if r.get("factor_kernel_starts", float("nan")) == r.get("factor_kernel_starts")]
+    paired = [r["factor_kernel_starts"] for r in rows if has_value(r, "factor_kernel_starts")]
     lines.append(f"| **ratios within {RATIO_FACTOR_LIMIT:g}x** | | | | | **{within} of {len(rows)}** | "
                  f"| **{sum(f <= RATIO_FACTOR_LIMIT for f in paired)} of {len(paired)}** |")
     return "\n".join(lines) + "\n"

@@ -86,7 +86,9 @@ pub struct AppReads {
     pub rng: Rng,
     /// The most one read takes, in bytes (iperf3's block, `-l`).
     pub block: u64,
-    /// From a read that took a full block to the next read.
+    /// From a read that took a full block to the next read, drawn from a
+    /// stream of its own so that the waits of `wait` stay the same draws
+    /// whether or not a read fills its block.
     pub again: Sampler,
     pub again_rng: Rng,
 }
