@@ -1,4 +1,3 @@
-// SPDX-License-Identifier: GPL-2.0
 /* Why each ACK of a data receiver leaves, from tracepoints alone (no
  * capture): tools/kernel_ack_causes.py loads this with ack_causes_loader.c.
  *
@@ -27,7 +26,7 @@
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_endian.h>
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "GPL"; /* tracing programs require a GPL-compatible licence */
 
 enum kind { ARRIVAL = 0, READABLE = 1, READ = 2, ACK = 3, READ_DONE = 4 };
 enum { OTHER_SOCKET = 14 };
