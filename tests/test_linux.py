@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from ccarena.backends.linux import run_linux
 from ccarena.backends.linux.host import LinuxBackendUnavailable, bpf_ccas, check_host, kernel_ccas, linux_cca_names
 from ccarena.backends.linux.sampling import parse_ss
 from ccarena.backends.linux.topology import parse_netstat
@@ -508,6 +509,25 @@ def test_flows_start_together_or_as_iperf3_tests(tmp_path, startup, apart):
     assert apart[0] <= abs(starts[1] - starts[0]) <= apart[1], starts
     if startup == "immediate":
         assert all(abs(s) < 0.03 for s in starts), starts
+
+
+@needs_linux
+def test_clients_are_launched_at_the_simulators_jittered_starts(tmp_path):
+    """With run.start_jitter the linux backend launches each client at the
+    instant the simulator starts that flow for the same seed (seed 3 of
+    300 ms: 252.8 ms and 9.5 ms), released from a waiting shell rather than
+    forked one after another in flow order: the second flow's test begins
+    243 ms before the first's, within the few ms iperf3's exchange varies
+    (at 1 Gbit/s with 100 packets of buffer, so that the first flow's
+    messages do not wait long behind the second's data)."""
+    doc = {"name": "launch", "startup": "iperf3", "network": {"bottleneck_rate": "1Gbps", "buffer": "100p"},
+           "flows": [{"cca": "cubic", "rtt": "10ms", "count": 2}], "run": {"duration": "3s", "seed": 3, "start_jitter": "300ms"}}
+    planned = Scenario.from_dict(doc).flow_starts()
+    assert [round(s / 1e6, 1) for s in planned] == [252.8, 9.5]
+    r = run_linux(doc)
+    assert [f["start_ns"] for f in r.record["flows"]] == planned
+    starts = r.record["linux"]["data_start_s"]
+    assert starts[0] - starts[1] == pytest.approx((planned[0] - planned[1]) / 1e9, abs=0.015), starts
 
 
 @needs_linux

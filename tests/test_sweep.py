@@ -112,6 +112,8 @@ def test_start_jitter_differs_by_seed_and_is_reproducible():
     s0, s1 = starts(specs[0]), starts(specs[1])
     assert s0 != s1 and all(0 <= s < 100_000_000 for s in s0 + s1)
     assert s0 == starts(expand(doc({"repetitions": 2}) | {"run": d["run"]})[0])
+    # The instants the other backends launch their flows at are the engine's own.
+    assert _engine.flow_starts_json(json.dumps({k: v for k, v in specs[1].engine.items() if not k.startswith("_")})) == s1
 
 
 def test_identical_repetitions_are_detected():

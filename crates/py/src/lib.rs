@@ -150,6 +150,15 @@ fn flow_rtts_json(py: Python<'_>, config_json: &str) -> PyResult<Vec<u64>> {
     Ok(cfg.flow_rtts().iter().map(|d| d.0).collect())
 }
 
+/// When each flow of the config starts (ns): its `start` plus its draw of
+/// `run.start_jitter`, as the engine draws it when it builds the run.
+#[pyfunction]
+fn flow_starts_json(py: Python<'_>, config_json: &str) -> PyResult<Vec<u64>> {
+    let cfg = parse_config(py, config_json)?;
+    cfg.check_fields().map_err(|e| config_error(py, e))?;
+    Ok(cfg.flow_starts().iter().map(|t| t.0).collect())
+}
+
 /// `n` draws from a distribution (engine JSON, e.g. `{"distribution":
 /// "exponential", "mean": 132e6}`) from the named random stream of `seed`,
 /// as the engine's own draws are made (unrounded). Errors name `dist.<field>`.
@@ -239,6 +248,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(validate_json, m)?)?;
     m.add_function(wrap_pyfunction!(schema_json, m)?)?;
     m.add_function(wrap_pyfunction!(flow_rtts_json, m)?)?;
+    m.add_function(wrap_pyfunction!(flow_starts_json, m)?)?;
     m.add_function(wrap_pyfunction!(sample_dist_json, m)?)?;
     m.add_class::<Engine>()?;
     m.add("ConfigError", m.py().get_type::<ConfigError>())?;

@@ -496,6 +496,13 @@ class Scenario:
         """The RTT (ns) each flow gets, drawn ones included (the run's record has the same)."""
         return flow_rtts(self.engine["flows"], self.seed, self.doc)
 
+    def flow_starts(self) -> list[int]:
+        """When each flow starts (ns): its `start` plus its draw of
+        `run.start_jitter`, as the engine draws them (the run's start-jitter
+        stream, one draw per flow in flow order). The linux backend launches
+        its flows at these instants."""
+        return list(_engine.flow_starts_json(self.engine_json()))
+
     def engine_error(self, error: ValueError) -> ScenarioError:
         """The engine's complaint about this scenario's input, naming the field as the scenario wrote it."""
         return engine_error(error, engine_origins(self.doc))

@@ -416,6 +416,17 @@ impl SimConfig {
         self.flows.iter().map(|f| draw(&f.rtt, &mut rng)).collect()
     }
 
+    /// When each flow starts: its `start`, plus with `run.start_jitter` a
+    /// uniform draw from [0, start_jitter) of the run's `start-jitter`
+    /// stream, one per flow in flow order. The linux backend launches its
+    /// flows at the same instants, so both backends start a seed's flows
+    /// alike.
+    pub fn flow_starts(&self) -> Vec<Time> {
+        let mut rng = Rng::stream(self.run.seed, "start-jitter");
+        let jitter = self.run.start_jitter.0;
+        self.flows.iter().map(|f| f.start + Dur(if jitter > 0 { rng.below(jitter) } else { 0 })).collect()
+    }
+
     /// Checks everything the engine assumes. Errors name the field.
     pub fn validate(&self) -> Result<(), ConfigError> {
         self.validate_with(&[])

@@ -262,15 +262,7 @@ impl Simulation {
             }
         }
         let mut events = EventQueue::new();
-        let mut jitter_rng = Rng::stream(seed, "start-jitter");
-        let starts: Vec<Time> = cfg
-            .flows
-            .iter()
-            .map(|f| {
-                let j = cfg.run.start_jitter.0;
-                f.start + Dur(if j > 0 { jitter_rng.below(j) } else { 0 })
-            })
-            .collect();
+        let starts = cfg.flow_starts();
         let rtts = cfg.flow_rtts();
         let mut flows = Vec::new();
         let mut routes: Vec<[Route; 2]> = Vec::new();

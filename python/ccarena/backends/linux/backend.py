@@ -197,6 +197,7 @@ def run_linux(
         cleanup(exclude=os.getpid())  # leftovers of runs that were killed
         run.register_bpf(need_bpf)
         run.setup()
+        run.prepare_clients()
         run.execute()
         run.collect()
     finally:
@@ -224,6 +225,9 @@ class _Run:
         self.progress = progress
         self.flows = [dict(f, rtt=r) for f, r in zip(e["flows"], sc.flow_rtts())]
         self.n = len(self.flows)
+        # Each flow's start with its draw of run.start_jitter, the simulator's
+        # own instants for the same seed: the clients are launched at these.
+        self.starts = sc.flow_starts()
         self.duration = e["run"]["duration"]
         self.warmup = e["run"]["warmup"]
         self.interval = e["run"]["sample_interval"]
@@ -249,6 +253,8 @@ class _Run:
         self.delay_proc: subprocess.Popen | None = None
         self.servers: list[subprocess.Popen] = []
         self.clients: list[subprocess.Popen | None] = [None] * self.n
+        # The clients started up to their iperf3 and waiting to be released.
+        self.waiting: list[subprocess.Popen | None] = [None] * self.n
         self.launched_at = [None] * self.n
         self.bpf_registered: list[str] = []
         # The globals maps of the BPF algorithms this run registered, and how
@@ -337,8 +343,30 @@ class _Run:
                     raise RuntimeError(f"iperf3 server {i} did not start: {(self.workdir / f'server{i}.err').read_text().strip()}")
                 time.sleep(0.01)
 
-    def _client_args(self, i: int) -> list[str]:
-        return ["ip", "netns", "exec", self.net.sender(i), *iperf3_client_args(self.flows[i], receiver_addr(i), PORT, self.duration)]
+    def prepare_clients(self) -> None:
+        """Starts every flow's client up to its iperf3: a shell in the
+        sender's namespace that waits for a line on its input and then
+        becomes iperf3 (`release`). Forking `ip netns exec` at each launch
+        instant instead would start flows due together one after another,
+        a millisecond or more apart and always in flow order."""
+        for i in range(self.n):
+            args = ["ip", "netns", "exec", self.net.sender(i), "sh", "-c", 'read -r _ && exec "$@"', "sh",
+                    *iperf3_client_args(self.flows[i], receiver_addr(i), PORT, self.duration)]
+            p = popen(args, stdin=subprocess.PIPE, stdout=open(self.workdir / f"client{i}.json", "w"),
+                      stderr=open(self.workdir / f"client{i}.err", "w"))
+            self.procs.append(p)
+            self.waiting[i] = p
+
+    def release(self, i: int) -> None:
+        """Flow i's client runs iperf3 now."""
+        p = self.waiting[i]
+        self.waiting[i] = None
+        if p is None or p.poll() is not None:
+            raise RuntimeError(f"iperf3 client of flow {i} did not wait for its launch: {self._iperf_error(i)}")
+        assert p.stdin is not None
+        p.stdin.write(b"go\n")
+        p.stdin.close()
+        self.clients[i] = p
 
     # ---- the run ----
     def execute(self) -> None:
@@ -347,7 +375,7 @@ class _Run:
         # Each client is launched its start-up ahead of the flow's start
         # (mapping.launch_lead_ns); the run's clock begins late enough that
         # no launch falls before the launching itself.
-        launch_at = [(f["start"] - launch_lead_ns(f)) / 1e9 for f in self.flows]
+        launch_at = [(start - launch_lead_ns(f)) / 1e9 for f, start in zip(self.flows, self.starts)]
         early = max([0.0, *(-t for t in launch_at)])
         order = sorted(range(self.n), key=lambda i: launch_at[i])
         window_start = [max(self.warmup, f["start"]) / 1e9 for f in self.flows]
@@ -364,7 +392,7 @@ class _Run:
             now = time.monotonic() - t0
             if t_launch <= now + 1e-4:
                 i = order[nxt]
-                self.clients[i] = self._spawn(self._client_args(i), out=self.workdir / f"client{i}.json", err=self.workdir / f"client{i}.err")
+                self.release(i)
                 self.launched_at[i] = now
                 nxt += 1
                 continue
@@ -552,6 +580,9 @@ def build_record(run: _Run, backend: str = "linux", section: Callable[[list[floa
     t_ns = [k * interval for k in run.sample_ticks]
     per_flow_times = getattr(run, "flow_sample_times", None)
     flows, series, data_starts = [], [], []
+    # Where the flows were launched from: their starts with run.start_jitter's
+    # draws (a backend that applies none gives its scenario's starts).
+    starts = getattr(run, "starts", None) or [f["start"] for f in run.flows]
     for i, f in enumerate(run.flows):
         times = per_flow_times[i] if per_flow_times is not None else run.sample_times
         ts, cum = _server_curve(run.server_json[i])
@@ -600,7 +631,7 @@ def build_record(run: _Run, backend: str = "linux", section: Callable[[list[floa
             "drops": 0,
             "random_drops": 0,
             "ce_marks": 0,
-            "start_ns": f["start"],
+            "start_ns": starts[i],
             "completion_ns": completion,
             "delivered_at_window_start": delivered_at(w0) if w1 > w0 else 0,
             "delivered_at_window_end": delivered_at(w1) if w1 > w0 else 0,
@@ -613,7 +644,7 @@ def build_record(run: _Run, backend: str = "linux", section: Callable[[list[floa
                 "label": f["label"],
                 "background": bool(f.get("background", False)),
                 "rtt_ns": f["rtt"],
-                "start_ns": f["start"],
+                "start_ns": starts[i],
                 "stop_ns": f["stop"],
                 "size_bytes": f["size"],
                 "window_start_ns": w0,

@@ -254,7 +254,9 @@ def _place(sc: Scenario, inv: Inventory) -> list[FlowPlace]:
     bg_receivers = receivers[min(n_main, len(receivers)):] or receivers
     out: list[FlowPlace] = []
     k_main = k_bg = 0
-    for i, (f, rtt) in enumerate(zip(e["flows"], sc.flow_rtts())):
+    # Each flow starts at its `start` plus its draw of run.start_jitter, the
+    # simulator's own instants for the same seed.
+    for i, (f, rtt, start) in enumerate(zip(e["flows"], sc.flow_rtts(), sc.flow_starts())):
         if f.get("background"):
             s, r = bg_senders[k_bg % len(bg_senders)], bg_receivers[k_bg % len(bg_receivers)]
             k_bg += 1
@@ -262,7 +264,7 @@ def _place(sc: Scenario, inv: Inventory) -> list[FlowPlace]:
             s, r = senders[k_main % len(senders)], receivers[k_main % len(receivers)]
             k_main += 1
         assert r.address is not None
-        out.append(FlowPlace(i, s.name, r.name, r.address, PORT + i, rtt, f["cca"], bool(f.get("background")), f["start"]))
+        out.append(FlowPlace(i, s.name, r.name, r.address, PORT + i, rtt, f["cca"], bool(f.get("background")), start))
     return out
 
 

@@ -444,6 +444,7 @@ class _TestbedRun:
         m = _Measured()
         m.e, m.interval, m.duration, m.warmup = e, interval, plan.duration_ns, e["run"]["warmup"]
         m.flows = [dict(f, rtt=fp.rtt_ns) for f, fp in zip(e["flows"], plan.flows)]
+        m.starts = [fp.start_ns for fp in plan.flows]
         m.sample_ticks = all_ticks
         m.sample_times = [self._aligned(btl, tc_ticks[k][0]) if k in tc_ticks else k * interval / 1e9 for k in all_ticks]
         m.samples = [[] for _ in range(n)]
