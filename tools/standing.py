@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import fnmatch
+import gzip
 import json
 import math
 import tempfile
@@ -79,11 +80,27 @@ def shown(v: float, fmt: str) -> str:
     return "n/a" if v != v else fmt.format(v)
 
 
-def case_key(stored: dict, case: str) -> str:
+#: How the linux backend launched the clients of records without
+#: `linux.client_launch` (before 2026-11-29).
+FORKED_IN_ORDER = "forked in flow order"
+
+
+def client_launch(kept_set: Path) -> str:
+    """How the set's kernel runs launched their clients (its first record's
+    `linux.client_launch`)."""
+    for path in sorted(kept_set.glob("runs/*/linux-seed*/record.json.gz")):
+        with gzip.open(path, "rt") as f:
+            return (json.load(f).get("linux") or {}).get("client_launch") or FORKED_IN_ORDER
+    return FORKED_IN_ORDER
+
+
+def case_key(stored: dict, case: str, launch: str = FORKED_IN_ORDER) -> str:
     """What makes two sets' runs of a case the same experiment: the case's
-    definition in the set's `cases.json` (its duration included) and the
-    overrides on both backends."""
-    return json.dumps([stored["cases"][case], stored.get("overrides") or {}], sort_keys=True)
+    definition in the set's `cases.json` (its duration included), the
+    overrides on both backends, and how the kernel's clients were launched
+    (the second of two flows due together forked 0.5-3.4 ms after the
+    first before 2026-11-29, docs/fidelity.md)."""
+    return json.dumps([stored["cases"][case], stored.get("overrides") or {}, launch], sort_keys=True)
 
 
 def has_value(row, column: str) -> bool:
@@ -107,12 +124,16 @@ def pooled_rows(tables: list[tuple[Path, object]]) -> list[dict]:
     from those kernel runs' own starts and stalls, pooled the same way,
     against the kernel's mean over the same runs."""
     groups: dict[str, list] = {}
+    launches: dict[str, str] = {}
     for kept_set, table in tables:
         stored = json.loads((kept_set / "cases.json").read_text())
+        launch = client_launch(kept_set)
         for _, r in table[(table.metric == "ratio") & (table.repetitions > 0)].iterrows():
-            groups.setdefault(case_key(stored, str(r["case"])), []).append((kept_set.name, r))
+            key = case_key(stored, str(r["case"]), launch)
+            launches[key] = launch
+            groups.setdefault(key, []).append((kept_set.name, r))
     rows = []
-    for members in groups.values():
+    for key, members in groups.items():
         if len(members) < 2:
             continue
         held = sum(int(r["repetitions"]) for _, r in members)
@@ -124,7 +145,7 @@ def pooled_rows(tables: list[tuple[Path, object]]) -> list[dict]:
         # pooled like the kernel's, over the sets that have them.
         paired = [r for _, r in members if has_value(r, "sim_kernel_starts")]
         from_starts = held_mean(paired, "sim_kernel_starts")
-        rows.append({"case": str(members[0][1]["case"]), "sets": [name for name, _ in members], "held_runs": held,
+        rows.append({"case": str(members[0][1]["case"]), "launch": launches[key], "sets": [name for name, _ in members], "held_runs": held,
                      "kernel": round(kernel, 3), "kernel_set_min": round(min(set_means), 3),
                      "kernel_set_max": round(max(set_means), 3), "sim": round(sim, 3), "factor": round(factor, 2),
                      "sim_kernel_starts": round(from_starts, 3),
@@ -133,21 +154,21 @@ def pooled_rows(tables: list[tuple[Path, object]]) -> list[dict]:
 
 
 def pooled_markdown(rows: list[dict]) -> str:
-    lines = ["| case | sets | held kernel runs | kernel ratio, all runs (set means min-max) | simulator | factor "
+    lines = ["| case | kernel's clients | sets | held kernel runs | kernel ratio, all runs (set means min-max) | simulator | factor "
              "| simulator from the kernel's starts and stalls | factor |",
-             "|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|"]
 
     def bold(f: float) -> str:
         return "n/a" if f != f else f"**{f}**" if f > RATIO_FACTOR_LIMIT else f"{f}"
 
     for r in rows:
         from_starts = r.get("sim_kernel_starts", float("nan"))
-        lines.append(f"| {r['case']} | {len(r['sets'])} | {r['held_runs']} | {r['kernel']:.3f} "
+        lines.append(f"| {r['case']} | {r.get('launch', FORKED_IN_ORDER)} | {len(r['sets'])} | {r['held_runs']} | {r['kernel']:.3f} "
                      f"({r['kernel_set_min']:.3f}-{r['kernel_set_max']:.3f}) | {r['sim']:.3f} | {bold(r['factor'])} "
                      f"| {shown(from_starts, '{:.3f}')} | {bold(r.get('factor_kernel_starts', float('nan')))} |")
     within = sum(r["factor"] <= RATIO_FACTOR_LIMIT for r in rows)
     paired = [r["factor_kernel_starts"] for r in rows if has_value(r, "factor_kernel_starts")]
-    lines.append(f"| **ratios within {RATIO_FACTOR_LIMIT:g}x** | | | | | **{within} of {len(rows)}** | "
+    lines.append(f"| **ratios within {RATIO_FACTOR_LIMIT:g}x** | | | | | | **{within} of {len(rows)}** | "
                  f"| **{sum(f <= RATIO_FACTOR_LIMIT for f in paired)} of {len(paired)}** |")
     return "\n".join(lines) + "\n"
 

@@ -759,6 +759,11 @@ def _linux_section(run: _Run, data_starts: list[float]) -> dict:
         # data connection's handshake), any other flow's client is launched
         # early so that its test begins at `start` (mapping.launch_lead_ns).
         "data_start_s": data_starts,
+        # How the clients were launched: each at its flow's start with its
+        # draw of run.start_jitter, released together from waiting shells
+        # (records before 2026-11-29 have no such field: forked one after
+        # another in flow order, without the jitter).
+        "client_launch": "released at the jittered starts",
         "late_samples": sum(1 for k, t in zip(run.sample_ticks, run.sample_times) if t - k * interval / 1e9 > 0.02),
         # Ticks not sampled because sampling fell behind the clock.
         "skipped_samples": int(run.duration // interval) - len(run.sample_ticks),
