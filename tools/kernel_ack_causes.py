@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import subprocess
 import tempfile
 import time
@@ -277,7 +278,7 @@ def main() -> None:
             proc.wait()
         recs = load_records(out)
         if args.keep is not None:
-            out.replace(args.keep) if args.keep.parent == out.parent else args.keep.write_bytes(out.read_bytes())
+            shutil.copy(out, args.keep)
         dropped = Path(err.name).read_text().split("dropped")[-1].strip()
         summary = {"connections": report(recs, int(args.warmup * 1e9)), "records": int(len(recs)),
                    "records_dropped": int(dropped) if dropped.isdigit() else None,
