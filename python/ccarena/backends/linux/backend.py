@@ -580,9 +580,6 @@ def build_record(run: _Run, backend: str = "linux", section: Callable[[list[floa
     t_ns = [k * interval for k in run.sample_ticks]
     per_flow_times = getattr(run, "flow_sample_times", None)
     flows, series, data_starts = [], [], []
-    # Where the flows were launched from: their starts with run.start_jitter's
-    # draws (a backend that applies none gives its scenario's starts).
-    starts = getattr(run, "starts", None) or [f["start"] for f in run.flows]
     for i, f in enumerate(run.flows):
         times = per_flow_times[i] if per_flow_times is not None else run.sample_times
         ts, cum = _server_curve(run.server_json[i])
@@ -631,7 +628,7 @@ def build_record(run: _Run, backend: str = "linux", section: Callable[[list[floa
             "drops": 0,
             "random_drops": 0,
             "ce_marks": 0,
-            "start_ns": starts[i],
+            "start_ns": run.starts[i],
             "completion_ns": completion,
             "delivered_at_window_start": delivered_at(w0) if w1 > w0 else 0,
             "delivered_at_window_end": delivered_at(w1) if w1 > w0 else 0,
@@ -644,7 +641,7 @@ def build_record(run: _Run, backend: str = "linux", section: Callable[[list[floa
                 "label": f["label"],
                 "background": bool(f.get("background", False)),
                 "rtt_ns": f["rtt"],
-                "start_ns": starts[i],
+                "start_ns": run.starts[i],
                 "stop_ns": f["stop"],
                 "size_bytes": f["size"],
                 "window_start_ns": w0,
