@@ -14,7 +14,7 @@ HighSpeed with 10 ms of buffer, and two of BIC, over 30 s and 120 s, whose
 BPF program guards itself against the kernel's skipped hooks, and two
 taken again at a quiet hour, of the cases outside 1.5x on the loaded
 machine), and two of one BDP with a 100 KB tbf bucket (one of them started
-together) as well, and six taken since the linux backend launches its
+together) as well, and seven taken since the linux backend launches its
 flows at the simulator's jittered starts."""
 
 from pathlib import Path
@@ -57,7 +57,9 @@ FLOORS = {# 120 s on a loaded machine (4.0 stalls a second): 25 of 36 cells sinc
           # The same case launched alike: the senders' and the bottleneck's
           # skbs and the ACKs per segment outside (6 of 9).
           "paper-20261129-145145-bucket-100KB": 0.6, "paper-20261129-153658-bucket-100KB": 0.6,
-          "paper-20261129-162412-bucket-100KB": 0.6}
+          "paper-20261129-162412-bucket-100KB": 0.6,
+          # Offloads off on the loaded machine: 29 of 40 cells.
+          "paper-quick-20261129-164140-offloads-off": 0.7}
 #: Cases a set keeps but compares nowhere: fewer than two kernel runs held
 #: (the BPF programs' ssthresh fault, crosscheck.KERNEL_WINDOW_LIMIT).
 UNCOMPARED = {"paper-20261128-215702": {"bic-400M-10v40ms-10ms"}}
@@ -182,6 +184,9 @@ if FULL:
     # The 100 KB bucket's BBR pair a third time (16:24): 0.077 on the
     # kernel (1.48x), 0.077 over the three sets launched alike (1.49x).
     SETS["paper-20261129-162412-bucket-100KB"] = set()
+    # Offloads off, launched so (16:41; stalls over 1 ms 42-142 a second,
+    # 12 of 20 runs held): every ratio within 1.26x, 29 of 40 cells.
+    SETS["paper-quick-20261129-164140-offloads-off"] = set()
 
 
 @pytest.mark.slow
