@@ -187,6 +187,13 @@ if FULL:
     # Offloads off, launched so (16:41; stalls over 1 ms 42-142 a second,
     # 12 of 20 runs held): every ratio within 1.26x, 29 of 40 cells.
     SETS["paper-quick-20261129-164140-offloads-off"] = set()
+    # 100 Mbit/s and 1 Gbit/s launched so (17:13, stalls over 1 ms 0.0-0.3
+    # a second): 67 of 80 cells. CUBIC 20/20 ms at 1 Gbit/s is outside
+    # (0.269 on the kernel against 0.685, 2.55x): in all five kernel runs one
+    # flow left slow start with 2.3-2.9 times the other's window and the
+    # smaller one then took every overflow for seconds (docs/fidelity.md,
+    # "100 Mbit/s and 1 Gbit/s launched alike").
+    SETS["paper-rates-20261129-171324"] = {"cubic-1000M-20v20ms-10ms"}
 
 
 @pytest.mark.slow
