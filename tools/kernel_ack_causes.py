@@ -1,11 +1,12 @@
 """Measure why the kernel's data receivers send each ACK, from tracepoints alone.
 
 Runs flows on the linux backend (as ``tools/kernel_host_timing.py`` does)
-while a BPF program (``tools/bpf/ack_causes.bpf.c``, built here with clang,
-bpftool and libbpf-dev) records, for every receiving iperf3 socket, each
-data skb's arrival, each read of the application, and each ACK the socket
-sends, with the socket's window state at each. No capture: the machine is
-loaded only by the records (a few hundred thousand a minute).
+while a BPF program (``tools/bpf/ack_causes.bpf.c``, built by
+``tools/bpf_tracer.py`` with clang, bpftool and libbpf-dev) records, for
+every receiving iperf3 socket, each data skb's arrival, each read of the
+application, and each ACK the socket sends, with the socket's window
+state at each. No capture: the machine is loaded only by the records (a
+few hundred thousand a minute).
 
 Reports per data connection, after the warm-up:
 
@@ -36,14 +37,14 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import subprocess
+import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
 
-HERE = Path(__file__).resolve().parent / "bpf"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bpf_tracer  # noqa: E402  (tools/bpf_tracer.py)
 
 ARRIVAL, READABLE, READ, ACK, READ_DONE = 0, 1, 2, 3, 4
 OTHER_SOCKET = 14
@@ -222,22 +223,6 @@ def report(recs: np.ndarray, warmup_ns: int, min_arrivals: int = 1000) -> dict:
     return out
 
 
-def build(into: Path) -> Path:
-    """The loader, built with the BPF program as its skeleton."""
-    vmlinux = into / "vmlinux.h"
-    with vmlinux.open("w") as f:
-        subprocess.run(["bpftool", "btf", "dump", "file", "/sys/kernel/btf/vmlinux", "format", "c"], stdout=f, check=True)
-    obj = into / "ack_causes.bpf.o"
-    subprocess.run(["clang", "-O2", "-g", "-target", "bpf", "-D__TARGET_ARCH_x86", f"-I{into}",
-                    "-c", str(HERE / "ack_causes.bpf.c"), "-o", str(obj)], check=True)
-    with (into / "ack_causes.skel.h").open("w") as f:
-        subprocess.run(["bpftool", "gen", "skeleton", str(obj)], stdout=f, check=True)
-    loader = into / "ack_causes_loader"
-    subprocess.run(["gcc", "-O2", f"-I{into}", str(HERE / "ack_causes_loader.c"), "-o", str(loader),
-                    "-lbpf", "-lelf", "-lz"], check=True)
-    return loader
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rate", default="400Mbps")
@@ -262,26 +247,12 @@ def main() -> None:
         "linux": {"offloads": args.offloads == "on"},
     }
     with tempfile.TemporaryDirectory() as tmp:
-        loader = build(Path(tmp))
-        out = Path(tmp) / "records.bin"
-        err = (Path(tmp) / "loader.err").open("w+")
-        proc = subprocess.Popen([str(loader), str(out)], stderr=err)
-        deadline = time.monotonic() + 30
-        while "attached" not in Path(err.name).read_text():
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit(f"the tracer did not start: {Path(err.name).read_text()[-500:]}")
-            time.sleep(0.1)
-        try:
-            run_linux(scenario)
-        finally:
-            proc.send_signal(2)
-            proc.wait()
+        out, dropped, _ = bpf_tracer.traced("ack_causes", Path(tmp), lambda: run_linux(scenario))
         recs = load_records(out)
         if args.keep is not None:
             shutil.copy(out, args.keep)
-        dropped = Path(err.name).read_text().split("dropped")[-1].strip()
         summary = {"connections": report(recs, int(args.warmup * 1e9)), "records": int(len(recs)),
-                   "records_dropped": int(dropped) if dropped.isdigit() else None,
+                   "records_dropped": dropped,
                    "setup": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}}
         print(json.dumps(summary, indent=1))
 

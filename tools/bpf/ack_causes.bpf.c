@@ -1,5 +1,5 @@
 /* Why each ACK of a data receiver leaves, from tracepoints alone (no
- * capture): tools/kernel_ack_causes.py loads this with ack_causes_loader.c.
+ * capture): tools/kernel_ack_causes.py loads this with loader.c.
  *
  * Every event carries the receiving socket's window state at that moment
  * (rcv_nxt, rcv_wup, copied_seq, the last advertised window, the buffer and

@@ -1,11 +1,21 @@
-/* Loads ack_causes.bpf.o (as a bpftool skeleton) and writes its records to a
- * file until SIGINT or SIGTERM: tools/kernel_ack_causes.py builds and runs
- * it. Prints "attached" on stderr once the programs are attached, and at
- * the end "dropped N", the records the ring had no room for. */
+/* Loads one of the BPF programs in this directory (as a bpftool skeleton)
+ * and writes its ring buffer's records to a file until SIGINT or SIGTERM.
+ * tools/bpf_tracer.py builds it once per program, with -DSKEL=<name> and
+ * -DSKEL_HEADER='"<name>.skel.h"': the skeleton and its "<name>_bpf"
+ * functions. Prints
+ * "attached" on stderr once the programs are attached, and at the end
+ * "dropped N", the records the ring had no room for (the program's
+ * `dropped` counter). */
 #include <signal.h>
 #include <stdio.h>
 #include <bpf/libbpf.h>
-#include "ack_causes.skel.h"
+
+#define CAT_(a, b) a##b
+#define CAT(a, b) CAT_(a, b)
+#include SKEL_HEADER
+
+#define SKEL_T CAT(SKEL, _bpf)
+#define SKEL_FN(suffix) CAT(SKEL_T, suffix)
 
 static volatile sig_atomic_t stopping;
 static FILE *out;
@@ -21,7 +31,7 @@ static int write_record(void *ctx, void *data, size_t size)
 
 int main(int argc, char **argv)
 {
-	struct ack_causes_bpf *skel;
+	struct SKEL_T *skel;
 	struct ring_buffer *ring;
 
 	if (argc != 2) {
@@ -33,8 +43,8 @@ int main(int argc, char **argv)
 		perror(argv[1]);
 		return 1;
 	}
-	skel = ack_causes_bpf__open_and_load();
-	if (!skel || ack_causes_bpf__attach(skel)) {
+	skel = SKEL_FN(__open_and_load)();
+	if (!skel || SKEL_FN(__attach)(skel)) {
 		fprintf(stderr, "could not load or attach the tracing programs\n");
 		return 1;
 	}
@@ -52,6 +62,6 @@ int main(int argc, char **argv)
 	fclose(out);
 	fprintf(stderr, "dropped %llu\n", (unsigned long long)skel->bss->dropped);
 	ring_buffer__free(ring);
-	ack_causes_bpf__destroy(skel);
+	SKEL_FN(__destroy)(skel);
 	return 0;
 }
