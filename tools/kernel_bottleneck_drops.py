@@ -166,9 +166,13 @@ def main() -> None:
     args = ap.parse_args()
     from ccarena.backends.linux import run_linux
     from ccarena.backends.linux.topology import receiver_addr
-    from ccarena.experiments.crosscheck import validation_cases
+    from ccarena.experiments.crosscheck import VALIDATION_SETS, validation_cases
     from ccarena.scenario.units import parse_duration
 
+    if args.suite not in VALIDATION_SETS:
+        raise SystemExit(f"--suite: {args.suite!r} is not a validate suite; the suites: {', '.join(VALIDATION_SETS)}")
+    if args.kept is not None and not (args.kept / "bottleneck_drops.records").is_file():
+        raise SystemExit(f"--from: {args.kept} holds no bottleneck_drops.records (kept by --out)")
     cases, _ = validation_cases(args.suite, args.duration or 30)
     docs = {cid: doc for cid, doc in cases}
     if args.case not in docs:
