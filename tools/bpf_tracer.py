@@ -9,6 +9,7 @@ bpftool, gcc and libbpf-dev, and a kernel with BTF. The tools that use it
 
 from __future__ import annotations
 
+import platform
 import subprocess
 import time
 from collections.abc import Callable
@@ -16,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent / "bpf"
+# The architecture name libbpf's headers expect, as the Makefile's BPF_ARCH.
+BPF_ARCH = {"x86_64": "x86", "aarch64": "arm64"}.get(platform.machine(), platform.machine())
 
 
 def build(into: Path, name: str) -> Path:
@@ -26,13 +29,13 @@ def build(into: Path, name: str) -> Path:
             subprocess.run(["bpftool", "btf", "dump", "file", "/sys/kernel/btf/vmlinux", "format", "c"], stdout=f,
                            check=True)
     obj = into / f"{name}.bpf.o"
-    subprocess.run(["clang", "-O2", "-g", "-target", "bpf", "-D__TARGET_ARCH_x86", f"-I{into}",
+    subprocess.run(["clang", "-O2", "-g", "-target", "bpf", f"-D__TARGET_ARCH_{BPF_ARCH}", f"-I{into}",
                     "-c", str(HERE / f"{name}.bpf.c"), "-o", str(obj)], check=True)
     with (into / f"{name}.skel.h").open("w") as f:
         subprocess.run(["bpftool", "gen", "skeleton", str(obj), "name", f"{name}_bpf"], stdout=f, check=True)
     loader = into / f"{name}_loader"
-    subprocess.run(["gcc", "-O2", f"-DSKEL={name}", f'-DSKEL_HEADER="{name}.skel.h"', f"-I{into}", str(HERE / "loader.c"), "-o", str(loader),
-                    "-lbpf", "-lelf", "-lz"], check=True)
+    subprocess.run(["gcc", "-O2", f"-DSKEL={name}", f'-DSKEL_HEADER="{name}.skel.h"', f"-I{into}",
+                    str(HERE / "loader.c"), "-o", str(loader), "-lbpf", "-lelf", "-lz"], check=True)
     return loader
 
 

@@ -49,7 +49,7 @@ import bpf_tracer  # noqa: E402  (tools/bpf_tracer.py)
 ENQUEUE, DROP = 0, 1
 # Linux's enum skb_drop_reason: SKB_DROP_REASON_QDISC_DROP, _QDISC_OVERLIMIT
 # and _QDISC_CONGESTED (include/net/dropreason-core.h as of 6.18; the
-# program records the reason, this keeps the qdisc's own).
+# program records only these, and the analysis keeps only these).
 QDISC_REASONS = (64, 65, 66)
 # An skb this long or shorter carries no payload (a SYN or a pure ACK: link,
 # IPv4 and TCP headers with options).

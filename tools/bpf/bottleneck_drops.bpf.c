@@ -4,8 +4,9 @@
  *
  *   enqueue   qdisc:qdisc_enqueue, which dev_qdisc_enqueue fires after a
  *             root qdisc took an skb, for a root tbf;
- *   drop      skb:kfree_skb for an skb whose device's root qdisc is a tbf,
- *             with the drop reason (the analysis keeps the qdisc's).
+ *   drop      skb:kfree_skb with a qdisc's drop reason, for an skb whose
+ *             device's root qdisc is a tbf (the reason is tested first:
+ *             kfree_skb fires for every skb the machine frees).
  *
  * Each record carries the skb's IPv4 addresses and TCP ports, its bytes
  * and segments (a GRO or GSO skb's gso_segs), and the tbf's backlog after
@@ -106,8 +107,11 @@ int BPF_PROG(on_enqueue, struct Qdisc *q, const struct netdev_queue *txq, struct
 SEC("tp_btf/kfree_skb")
 int BPF_PROG(on_free, struct sk_buff *skb, void *location, enum skb_drop_reason reason, struct sock *rx_sk)
 {
-	struct Qdisc *q = BPF_CORE_READ(skb, dev, qdisc);
+	struct Qdisc *q;
 
+	if (reason < SKB_DROP_REASON_QDISC_DROP || reason > SKB_DROP_REASON_QDISC_CONGESTED)
+		return 0;
+	q = BPF_CORE_READ(skb, dev, qdisc);
 	if (is_tbf(q))
 		emit(skb, q, KIND_DROP, (u32)reason);
 	return 0;
